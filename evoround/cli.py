@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -10,7 +11,7 @@ import sys
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -28,13 +29,16 @@ from evoround.cli_docker import cleanup, images_app
 from evoround.engine.job import JobConfigMismatch, JobObserver, Unit, default_job_name, run_job
 from evoround.engine.report import NotAJobDir, job_json, load_job, pct, print_report
 from evoround.engine.results import Mode, RoundResult
-from evoround.scaffolds.agents import ModelOptions
+from evoround.scaffolds.agents import MODEL_AGENTS, ModelOptions
 from evoround.scaffolds.builtin import BUNDLED_SCRIPTS, scaffold_from_name
 from evoround.tasks.loader import TaskFormatError, library_path, load_tasks
 from evoround.verifiers.checklist.judge import JudgeConfig
 
 if TYPE_CHECKING:
     from evoround.engine.executor import RunOptions
+    from evoround.engine.model_proxy import ModelProxy
+    from evoround.scaffolds.base import Scaffold
+    from evoround.tasks.model import Task
 
 app = typer.Typer(
     help="evoround: multi-turn, stateful evaluation of coding agents.\n\n"
@@ -54,6 +58,9 @@ out = Console()
 if not out.is_terminal and "COLUMNS" not in os.environ:
     # Piped or logged reports: wide enough that the leaderboard is not folded to 80 columns.
     out = Console(width=160)
+
+
+_T = TypeVar("_T")
 
 
 class ModeChoice(StrEnum):
@@ -135,15 +142,66 @@ def _run_one(
     options: RunOptions | None = None,
     observer: JobObserver | None = None,
     models: ModelOptions | None = None,
+    proxy: bool = False,
 ) -> Path:
-    scaffold = scaffold_from_name(agent, script, models)
     tasks = load_tasks(task_paths)
     if not tasks:
         raise TaskFormatError(", ".join(map(str, task_paths)), None, "no tasks found")
-    digest = None
-    if script is not None:
-        digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
-    observer = observer or ProgressObserver(progress, scaffold.name)
+    with contextlib.ExitStack() as stack:
+        model_proxy = None
+        if proxy:
+            model_proxy = _start_proxy(agent, models, job_dir, options)
+            stack.callback(model_proxy.close)  # also on Ctrl-C: no proxy outlives the run
+            assert models is not None
+            models = models.via_proxy(model_proxy.url, model_proxy.master_key)
+        scaffold = scaffold_from_name(agent, script, models)
+        digest = None
+        if script is not None:
+            digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
+        observer = observer or ProgressObserver(progress, scaffold.name)
+        return _run_job(
+            tasks, scaffold, job_dir, attempts, mode, sandbox, digest, observer, judge,
+            keep_snapshots, options, models if agent in MODEL_AGENTS else None, model_proxy,
+        )  # fmt: skip
+    raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
+
+
+def _start_proxy(
+    agent: str, models: ModelOptions | None, job_dir: Path, options: RunOptions | None
+) -> ModelProxy:
+    """The job's LiteLLM proxy, started (``--proxy``); the caller closes it."""
+    from evoround.engine.model_proxy import ModelProxy
+
+    if agent not in MODEL_AGENTS or models is None or not models.model:
+        raise ValueError(f"--proxy records model calls: it needs a model agent and --model "
+                         f"(one of {', '.join(MODEL_AGENTS)})")  # fmt: skip
+    if options is not None and options.executor == "ray":
+        raise ValueError("--proxy listens on this machine's loopback: use --executor local")
+    err.print("[dim]starting the LiteLLM proxy (--proxy)...[/]")
+    return ModelProxy(
+        workdir=job_dir / "proxy",
+        model=models.model,
+        upstream=models.api_base,
+        upstream_key=models.api_key,
+        default_provider="anthropic" if agent == "claude-code" else "openai",
+    ).start()
+
+
+def _run_job(
+    tasks: list[Task],
+    scaffold: Scaffold,
+    job_dir: Path,
+    attempts: int,
+    mode: ModeChoice,
+    sandbox: str,
+    digest: str | None,
+    observer: JobObserver,
+    judge: JudgeConfig | None,
+    keep_snapshots: bool,
+    options: RunOptions | None,
+    models: ModelOptions | None,
+    proxy: ModelProxy | None,
+) -> Path:
     return run_job(
         tasks,
         scaffold,
@@ -156,6 +214,8 @@ def _run_one(
         judge=judge,
         keep_snapshots=keep_snapshots,
         options=options,
+        models=models,
+        proxy=proxy,
     )
 
 
@@ -188,6 +248,16 @@ def run(
         typer.Option(help="Model endpoint (provider, LiteLLM proxy or `evoround replay-server`)."),
     ] = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Model calls per round (agents).")] = 50,
+    proxy: Annotated[
+        bool,
+        typer.Option(
+            "--proxy",
+            help="Route the agent's model calls through a LiteLLM proxy on loopback that "
+            "records every call (failed ones too) with its round and token usage: "
+            "round-NN/model_calls.jsonl and model_call events in the trajectory. "
+            "First use installs the proxy into $EVOROUND_HOME/tools (needs PyPI).",
+        ),
+    ] = False,
     attempts: Annotated[
         int, typer.Option("--attempts", "-k", min=1, help="Attempts per task.")
     ] = 1,
@@ -262,6 +332,13 @@ def run(
         tasks, agent, attempts, mode, sandbox = _from_job_json(
             ctx, existing_job, tasks, agent, attempts, mode, sandbox
         )
+        if agent in MODEL_AGENTS:  # a model-free agent ignores (and records no) model options
+            model = _locked(ctx, existing_job, "model", model)
+            api_base = _locked(ctx, existing_job, "api_base", api_base)
+            max_steps = _locked(ctx, existing_job, "max_steps", max_steps)
+        judge_model = _locked(ctx, existing_job, "judge_model", judge_model)
+        judge_api_base = _locked(ctx, existing_job, "judge_api_base", judge_api_base)
+        judge_votes = _locked(ctx, existing_job, "judge_votes", judge_votes)
         out_dir, job_name = existing_job.parent, existing_job.name
     options = RunOptions(
         concurrency=concurrency,
@@ -288,7 +365,7 @@ def run(
         _run_one(
             paths, agent, script, attempts, mode, sandbox, job_dir, _progress(), judge,
             keep_snapshots, options, live,
-            ModelOptions(model=model, api_base=api_base, max_steps=max_steps),
+            ModelOptions(model=model, api_base=api_base, max_steps=max_steps), proxy,
         )  # fmt: skip
     except (TaskFormatError, JobConfigMismatch, ValueError) as e:
         raise _fail(str(e)) from None
@@ -690,23 +767,50 @@ def _from_job_json(
         raise _fail(f"{job_dir} is not a job folder (no job.json)")
     cfg = JobConfig.model_validate_json(path.read_text())
 
-    def given(name: str) -> bool:
-        # typer may vendor click: compare the source by name, not by class
-        source = ctx.get_parameter_source(name)
-        return source is not None and source.name != "DEFAULT"
-
     if not tasks:
         tasks = [Path(t.path) for t in cfg.tasks.values()]
-    if not given("agent"):
+    if not _given(ctx, "agent"):
         # A script from a file is locked by digest; the run must pass the same --script.
         agent = "scripted" if cfg.script_digest else cfg.agent
-    if not given("attempts"):
+    if not _given(ctx, "attempts"):
         attempts = cfg.attempts
-    if not given("mode"):
+    if not _given(ctx, "mode"):
         mode = ModeChoice.both if len(cfg.modes) == 2 else ModeChoice(cfg.modes[0].value)
-    if not given("sandbox"):
+    if not _given(ctx, "sandbox"):
         sandbox = cfg.sandbox
     return tasks, agent, attempts, mode, sandbox
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    # typer may vendor click: compare the source by name, not by class
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name != "DEFAULT"
+
+
+def _locked(ctx: typer.Context, job_dir: Path, name: str, value: _T) -> _T:
+    """The value a --resume uses for a model or judge option: the recorded one unless given.
+
+    A resumed attempt must talk to the same model as the rounds already recorded, so a
+    given value that differs is refused here, in one line naming the option, before any
+    agent starts. A field an older job.json never recorded, or recorded as None for a
+    count (``max_steps`` of a model-free agent), leaves the command line's value.
+    """
+    from evoround.engine.job import JobConfig
+
+    path = job_dir / "job.json"
+    cfg = JobConfig.model_validate_json(path.read_text())
+    recorded = getattr(cfg, name)
+    if name not in cfg.model_fields_set or (recorded is None and isinstance(value, int)):
+        return value
+    if not _given(ctx, name):
+        return recorded
+    if value != recorded:
+        flag = "--" + name.replace("_", "-")
+        raise _fail(
+            f"{flag} {value!r} differs from the {recorded!r} recorded in {path}; "
+            f"leave out {flag} to resume with it, or start a new --job"
+        )
+    return value
 
 
 def _sigterm_as_interrupt(signum: int, frame: object) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evoround.engine.model_proxy import ModelProxy, call_usage, fold_calls, write_calls
 from evoround.engine.reference import reference_snapshot
 from evoround.engine.results import Mode, RoundResult, RoundStatus, Timings, classify
 from evoround.engine.retry import is_model_api_error
@@ -69,6 +70,8 @@ class RunContext:
     """Durably records a finished round (called before the next round starts)."""
     judge: JudgeConfig | None = None
     """LLM judge for ``kind = "judge"`` checks; None scores them ``error`` (no judge model)."""
+    proxy: ModelProxy | None = None
+    """``--proxy``: the job's LiteLLM proxy; each round's calls are tagged and folded in."""
 
 
 def attempt_dir(ctx: RunContext, task: Task, mode: Mode, attempt: int) -> Path:
@@ -125,9 +128,22 @@ def run_round(
     specs = round_checks(task, round_index)
     git_base = git_head(sandbox) if needs_commits(specs) else None
     t0 = time.monotonic()
-    inp = RoundInput(task, rnd, round_message(task, rnd), env.agent_timeout_sec, art)
+    tag = (
+        ctx.proxy.tag(ctx.job, task.name, f"{mode.value}-{attempt:02d}", round_index)
+        if ctx.proxy
+        else None
+    )
+    headers = ctx.proxy.tag_headers(tag) if ctx.proxy and tag else {}
+    inp = RoundInput(task, rnd, round_message(task, rnd), env.agent_timeout_sec, art, headers)
     trace, agent_status = _run_agent(session, inp)
     timings.agent_sec = time.monotonic() - t0
+    model_usage = None
+    if ctx.proxy and tag:
+        # Every call the agent made this round, failed ones too, once each, in time order.
+        calls = ctx.proxy.collect(tag)
+        write_calls(art / "model_calls.jsonl", calls)
+        trace.events = fold_calls(trace.events, calls)
+        model_usage = call_usage(calls)
     _write_trajectory(art / "trajectory.jsonl", trace)
 
     base = dict(
@@ -144,6 +160,7 @@ def run_round(
         change_types=[c.value for c in rnd.spec.change_types],
         parent_snapshot_id=parent.id if parent else None,
         resumed_from=resumed_from,
+        model_usage=model_usage,
         started_at=started,
         artifacts=str(art.relative_to(ctx.job_dir)),
     )

@@ -47,6 +47,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
+import ipaddress
 import os
 import re
 import select
@@ -64,6 +65,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 import docker
 import docker.errors
@@ -78,6 +80,7 @@ from evoround.engine.images import (
     ensure_task_image,
     image_id,
 )
+from evoround.engine.netns_relay import EndpointRelay
 from evoround.engine.sandbox import (
     ExecResult,
     Sandbox,
@@ -129,6 +132,14 @@ class SnapshotMode(StrEnum):
 
 def _safe_name(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_.-]+", "-", text).strip("-.")[:80] or "x"
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_image_locator(locator: str) -> bool:
@@ -284,6 +295,7 @@ class DockerSandbox(Sandbox):
         self._closed = False
         self._oom_kills = 0  # a fresh container's cgroup starts at zero
         self._lock = threading.Lock()
+        self._relays: list[EndpointRelay] = []
 
     @property
     def _api(self) -> docker.APIClient:
@@ -562,12 +574,45 @@ class DockerSandbox(Sandbox):
         self._provider._track_image(image, label.kind)
         return snap
 
+    # -- network --
+    def expose_endpoint(self, url: str) -> str:
+        """Open ``url``'s host and port, and only that, on the container's loopback.
+
+        The container keeps ``network=none``; see :mod:`evoround.engine.netns_relay`.
+        A named host is mapped to ``127.0.0.1`` in the container's ``/etc/hosts``,
+        so the URL (and TLS verification against its name) is unchanged.
+        """
+        self._check_open()
+        parts = urlsplit(url)
+        host = parts.hostname or "127.0.0.1"
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with self._lock:
+            if any(r.port == port for r in self._relays):
+                return url
+        state = self._state() or {}
+        pid = int(state.get("Pid") or 0)
+        if not pid:
+            raise self._unavailable("expose endpoint")
+        relay = EndpointRelay(pid=pid, port=port, target=(host, port)).start()
+        with self._lock:
+            self._relays.append(relay)
+        if host not in ("127.0.0.1", "localhost", "::1") and not _is_ip(host):
+            self.exec(["sh", "-c", f'echo "127.0.0.1 {host}" >> /etc/hosts'], timeout=30)
+        return url
+
+    def _close_relays(self) -> None:
+        with self._lock:
+            relays, self._relays = self._relays, []
+        for r in relays:
+            r.close()
+
     # -- lifecycle --
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+        self._close_relays()
         self._provider._release(self)
 
 
@@ -892,6 +937,7 @@ class DockerProvider(SandboxProvider):
             self._spares.clear()
         for sb in live:
             sb._closed = True
+            sb._close_relays()
             with contextlib.suppress(Exception):
                 self._remove_container(sb.container_id)
             with self._lock:

@@ -30,6 +30,8 @@ from evoround.verifiers.checklist.judge import JudgeConfig
 
 if TYPE_CHECKING:
     from evoround.engine.executor import RunOptions, UnitRunner
+    from evoround.engine.model_proxy import ModelProxy
+    from evoround.scaffolds.agents import ModelOptions
 
 
 def evoround_home() -> Path:
@@ -56,6 +58,13 @@ class JobConfig(BaseModel):
     tasks: dict[str, TaskRef]
     judge_model: str | None = None
     """The LLM judge of judge checks (None: judge checks score ``error``, excluded from CSR)."""
+    api_base: str | None = None
+    """Model endpoint of a model-backed agent, recorded so ``--resume`` reaches the same one."""
+    max_steps: int | None = None
+    """Model calls per round of a model-backed agent (None: a model-free agent)."""
+    judge_api_base: str | None = None
+    judge_votes: int | None = None
+    """Votes per judge check (None: no judge)."""
 
 
 class JobConfigMismatch(ValueError):
@@ -127,6 +136,10 @@ def write_job_config(job_dir: Path, config: JobConfig) -> None:
     path = job_dir / "job.json"
     if path.exists():
         old = JobConfig.model_validate_json(path.read_text())
+        # Fields added after this job.json was written were never locked: adopt today's
+        # values (and write them down) rather than refuse every resume of an older job.
+        added = set(JobConfig.model_fields) - old.model_fields_set
+        old = old.model_copy(update={k: getattr(config, k) for k in added})
         if old != config:
             a, b = old.model_dump(mode="json"), config.model_dump(mode="json")
             diff = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in a if a.get(k) != b.get(k)]
@@ -134,7 +147,8 @@ def write_job_config(job_dir: Path, config: JobConfig) -> None:
                 f"{path} was written for a different job; refusing to mix results:\n  "
                 + "\n  ".join(diff)
             )
-        return
+        if not added:
+            return
     atomic_write(path, json.dumps(config.model_dump(mode="json"), indent=2))
 
 
@@ -152,12 +166,20 @@ def run_job(
     judge: JudgeConfig | None = None,
     keep_snapshots: bool = False,
     options: RunOptions | None = None,
+    models: ModelOptions | None = None,
+    proxy: ModelProxy | None = None,
 ) -> Path:
     """Run (or continue) a job; returns the job directory.
 
     Continuing re-runs no recorded round: finished units are skipped and an interrupted MT
     attempt resumes after its last recorded round (see :mod:`evoround.engine.resume`).
+    ``models``: how a model-backed scaffold was configured, recorded in the lock (never the
+    API key) so a resume can rebuild the same agent. ``proxy``: a started
+    :class:`ModelProxy` the scaffold already talks to; rounds are tagged and its calls
+    folded into their trajectories (the caller owns its lifetime).
     """
+    if proxy is not None and options is not None and options.executor == "ray":
+        raise ValueError("--proxy listens on this machine's loopback: use --executor local")
     observer = observer or JobObserver()
     config = JobConfig(
         job=job_dir.name,
@@ -168,6 +190,10 @@ def run_job(
         modes=modes,
         sandbox=sandbox,
         judge_model=judge.model if judge else None,
+        api_base=models.api_base if models else None,
+        max_steps=models.max_steps if models else None,
+        judge_api_base=judge.api_base if judge else None,
+        judge_votes=judge.votes if judge else None,
         tasks={
             t.name: TaskRef(digest=t.digest, n_rounds=t.n_rounds, path=str(t.path)) for t in tasks
         },
@@ -177,7 +203,7 @@ def run_job(
     return _execute(
         tasks, scaffold, config, job_dir=job_dir, modes=modes, attempts=attempts,
         sandbox=sandbox, store=store, observer=observer, judge=judge,
-        keep_snapshots=keep_snapshots, options=options,
+        keep_snapshots=keep_snapshots, options=options, proxy=proxy,
     )  # fmt: skip
 
 
@@ -195,6 +221,7 @@ def _execute(
     judge: JudgeConfig | None,
     keep_snapshots: bool,
     options: RunOptions | None,
+    proxy: ModelProxy | None = None,
 ) -> Path:
     """Plan what is left, then hand it to the executor (threads or Ray), the single writer."""
     from evoround.engine.executor import Executor, RunOptions, infra_result
@@ -241,6 +268,7 @@ def _execute(
                 scaffold=scaffold,
                 record=lambda _r: None,
                 judge=judge,
+                proxy=proxy,
             )  # fmt: skip
         )
     executor = Executor(

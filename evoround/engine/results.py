@@ -79,6 +79,17 @@ class Timings(BaseModel):
     setup_sec: float = 0.0
 
 
+class ModelUsage(BaseModel):
+    """The round's model calls as ``--proxy`` recorded them (every call, failed ones too)."""
+
+    calls: int = 0
+    failed: int = 0
+    incomplete: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
 class RoundResult(BaseModel):
     """The record of one executed round. Rounds never run (after fail-stop) have none."""
 
@@ -113,6 +124,8 @@ class RoundResult(BaseModel):
     """Round artefact directory, relative to the job directory."""
     checks: list[CheckResult] = Field(default_factory=list)
     """The round's process checklist (also in the artefact dir as checks.json)."""
+    model_usage: ModelUsage | None = None
+    """Only with ``--proxy``: call count and token usage from the proxy's records."""
     resumed_from: int | None = None
     """Lineage of a resumed MT attempt: the round whose snapshot and saved agent session this
     round continued from (the process that ran that round had died); None otherwise."""

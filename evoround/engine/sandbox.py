@@ -78,6 +78,15 @@ class Sandbox(ABC):
     def snapshot(self, label: SnapshotLabel) -> Snapshot:
         """Freeze the workspace as it is now and register it in the snapshot store."""
 
+    def expose_endpoint(self, url: str) -> str:
+        """Make one host endpoint (a model API) reachable from commands in the sandbox.
+
+        Returns the URL to use inside the sandbox. A sandbox that shares the
+        host's network (the local one) returns ``url`` as it is; an isolated one
+        opens exactly that endpoint and nothing else (see ``netns_relay``).
+        """
+        return url
+
     @abstractmethod
     def close(self) -> None:
         """Release everything; calling it twice is harmless."""

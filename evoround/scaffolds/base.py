@@ -31,6 +31,8 @@ class RoundInput:
     artifacts_dir: Path | None = None
     """The round's artefact folder; sessions save their state in ``STATE_DIR`` under it
     after every round, so an attempt can be resumed with :meth:`AgentSession.restore_state`."""
+    model_headers: dict[str, str] = field(default_factory=dict)
+    """HTTP headers to send with every model call of this round (``--proxy``'s round tag)."""
 
 
 @dataclass

@@ -17,8 +17,10 @@ the workspace, so they never show up in the round's diff).
 Isolation: the model endpoint comes from ``ANTHROPIC_BASE_URL`` (a provider, a
 LiteLLM proxy or the replay server); non-essential traffic, telemetry, error
 reporting and auto-update are disabled. In the local sandbox Claude Code runs
-on the host as the current user (trusted agents only); in a container, network
-isolation is the sandbox's job (see docker_sandbox).
+on the host as the current user (trusted agents only); in a container (``network=none``) the
+sandbox opens the model endpoint and nothing else on the container's loopback
+(:meth:`Sandbox.expose_endpoint`, see ``engine/netns_relay``): the agent can reach
+its model and no other host.
 
 State: after every round the session file (``~/.claude/projects/<cwd>/<id>.jsonl``)
 is copied to ``round-NN/agent/``; :meth:`restore_state` puts it back so
@@ -112,6 +114,8 @@ class ClaudeCodeSession(AgentSession):
         self.rounds_done = 0
         self.home = sandbox.exec('printf %s "$HOME"', timeout=30).stdout.strip() or "/root"
         self.binary = self._install_binary()
+        # In a container with no network this opens the model endpoint, and only it.
+        self.base_url = sandbox.expose_endpoint(cfg.base_url) if cfg.base_url else None
         ctx = scan_workspace(sandbox)
         self._install_skills(ctx)
         self.append_prompt = self._append_prompt(ctx)
@@ -162,8 +166,8 @@ class ClaudeCodeSession(AgentSession):
             "DISABLE_ERROR_REPORTING": "1",
             "HOME": self.home,
         }
-        if self.cfg.base_url:
-            env["ANTHROPIC_BASE_URL"] = self.cfg.base_url
+        if self.base_url:
+            env["ANTHROPIC_BASE_URL"] = self.base_url
         key = self.cfg.api_key or os.environ.get("ANTHROPIC_API_KEY")
         if key or self.cfg.base_url:
             env["ANTHROPIC_API_KEY"] = key or "evoround-local"
@@ -194,7 +198,12 @@ class ClaudeCodeSession(AgentSession):
     # ---- rounds -----------------------------------------------------------------
 
     def run_round(self, inp: RoundInput) -> RoundTrace:
-        res = self.sandbox.exec(self.argv(inp.message), timeout=inp.timeout_sec, env=self._env())
+        env = self._env()
+        if inp.model_headers:  # --proxy's round tag, one "Name: value" per line
+            env["ANTHROPIC_CUSTOM_HEADERS"] = "\n".join(
+                f"{k}: {v}" for k, v in inp.model_headers.items()
+            )
+        res = self.sandbox.exec(self.argv(inp.message), timeout=inp.timeout_sec, env=env)
         trace = RoundTrace(
             events=[TrajectoryEvent(type=EventType.message, role="user", content=inp.message)]
         )

@@ -95,6 +95,8 @@ class LLMAgentScaffold(Scaffold):
         extra_headers: dict[str, str] | None = None,
     ) -> None:
         self.model = model
+        self.call_model = model
+        """The name sent to litellm; ``--proxy`` routes it (``openai/<model>``) via the proxy."""
         self.api_base = api_base
         self.api_key = api_key
         self.max_steps = max_steps
@@ -115,6 +117,7 @@ class LLMAgentSession(AgentSession):
         preamble = PREAMBLE.format(workdir=sandbox.workdir)
         system = system_message(task, scan_workspace(sandbox), preamble)
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        self.round_headers: dict[str, str] = {}
         self.rounds_done = 0
 
     # ---- state ------------------------------------------------------------------
@@ -142,6 +145,7 @@ class LLMAgentSession(AgentSession):
             events=[TrajectoryEvent(type=EventType.message, role="user", content=inp.message)]
         )
         self.messages.append({"role": "user", "content": inp.message})
+        self.round_headers = dict(inp.model_headers)
         deadline = time.monotonic() + inp.timeout_sec
         try:
             self._loop(trace, deadline)
@@ -216,14 +220,14 @@ class LLMAgentSession(AgentSession):
             try:
                 with model_slot():  # --max-model-connections: one slot per request in flight
                     return litellm.completion(
-                        model=self.cfg.model,
+                        model=self.cfg.call_model,
                         messages=self.messages,
                         tools=TOOLS,
                         api_base=self.cfg.api_base,
                         api_key=self.cfg.api_key or _default_key(self.cfg),
                         timeout=left,
                         num_retries=0,
-                        extra_headers=self.cfg.extra_headers or None,
+                        extra_headers={**self.cfg.extra_headers, **self.round_headers} or None,
                     )
             except Exception as e:
                 if time.monotonic() >= deadline:

@@ -166,6 +166,8 @@ class MiniSweScaffold(Scaffold):
         command_timeout: float = 120.0,
     ) -> None:
         self.model = model
+        self.call_model = model
+        """The name sent to litellm; ``--proxy`` routes it (``openai/<model>``) via the proxy."""
         self.api_base = api_base
         self.api_key = api_key
         self.max_steps = max_steps
@@ -190,7 +192,10 @@ class MiniSweSession(AgentSession):
             kwargs["api_key"] = cfg.api_key
         model_conf = {k: v for k, v in (conf.get("model") or {}).items() if k != "model_kwargs"}
         self.model = LitellmModel(
-            model_name=cfg.model, model_kwargs=kwargs, cost_tracking="ignore_errors", **model_conf
+            model_name=cfg.call_model,
+            model_kwargs=kwargs,
+            cost_tracking="ignore_errors",
+            **model_conf,
         )
         agent_conf = dict(conf["agent"])
         agent_conf.pop("mode", None)  # interactive-only setting
@@ -210,6 +215,8 @@ class MiniSweSession(AgentSession):
         self.env.deadline = deadline
         self.agent.config.wall_time_limit_seconds = max(1, int(inp.timeout_sec))
         self.model.config.model_kwargs["timeout"] = inp.timeout_sec
+        if inp.model_headers:  # --proxy's round tag
+            self.model.config.model_kwargs["extra_headers"] = dict(inp.model_headers)
         start = len(self.agent.messages)
         try:
             info = self.agent.run_round(inp.message)

@@ -20,6 +20,8 @@ class EventType(StrEnum):
     command = "command"
     file_write = "file_write"
     error = "error"
+    model_call = "model_call"
+    """One HTTP call to the model as the ``--proxy`` recorded it (usage, timing, failures)."""
 
 
 class TrajectoryEvent(BaseModel):

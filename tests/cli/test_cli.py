@@ -77,6 +77,69 @@ def test_resume_with_different_config_is_refused(tmp_path: Path):
     assert res.returncode == 2 and "agent: 'oracle' -> 'nop'" in res.stderr
 
 
+def test_resume_reuses_the_recorded_model_options(tmp_path: Path):
+    """Killed while round 2 waits on the model, then resumed with no model option: the
+    resumed rounds reach the recorded endpoint with the recorded model."""
+    from evoround.scaffolds.replay_server import serve
+    from tests.engine.test_resume_kill import n_records
+    from tests.scaffolds.test_llm_agent import SCRIPT
+
+    (tmp_path / "tmp").mkdir()
+    env = {"EVOROUND_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp")}
+    job = tmp_path / "runs" / "j"
+    # round 1 takes 3 requests; the 4th (round 2's first) hangs until the job is killed
+    with serve({**SCRIPT, "faults": [{"at": 4, "delay_sec": 60}]}) as srv:
+        proc = subprocess.Popen(
+            [*CLI, "run", str(COUNTER), "--agent", "evoround-agent", "--model", "openai/replay-a",
+             "--api-base", srv.url, "--max-steps", "7", "--mode", "mt",
+             "--out", str(tmp_path / "runs"), "--job", "j"],
+            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and (len(srv.requests) < 4 or n_records(job) < 1):
+            assert time.monotonic() < deadline, "round 2 never started"
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.kill()
+        proc.communicate()
+        lock = json.loads((job / "job.json").read_text())
+        recorded = (lock["model"], lock["api_base"], lock["max_steps"])
+        assert recorded == ("openai/replay-a", srv.url, 7)
+        res = evoround("run", "--resume", str(job), env=env, timeout=60)
+        assert res.returncode == 0, res.stderr
+        resumed = srv.requests[4:]
+    assert resumed and {r["model"] for r in resumed} == {"replay-a"}
+    assert resumed[0]["_round"] == 2
+    records, _ = read_results(job / "results.jsonl")
+    by_round = {r.round: r for r in records}
+    assert by_round[2].passed and by_round[2].resumed_from == 1
+    assert by_round[2].model == "openai/replay-a"
+
+    res = evoround("run", "--resume", str(job), "--model", "openai/other", env=env, timeout=60)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert "--model 'openai/other'" in lines[0] and "'openai/replay-a'" in lines[0]
+
+
+def test_an_older_job_json_takes_the_new_model_fields(tmp_path: Path):
+    """A job.json from before api_base/max_steps were recorded still resumes, and records
+    them from then on; what it did record stays locked."""
+    import pytest
+
+    from evoround.engine.job import JobConfig, JobConfigMismatch, write_job_config
+
+    old = {"job": "j", "agent": "evoround-agent", "model": "openai/a", "attempts": 1,
+           "modes": ["mt"], "sandbox": "local", "tasks": {}}  # fmt: skip
+    (tmp_path / "job.json").write_text(json.dumps(old))
+    new = JobConfig(**old, api_base="http://127.0.0.1:9/v1", max_steps=7)
+    with pytest.raises(JobConfigMismatch, match="model: 'openai/a' -> 'openai/b'"):
+        write_job_config(tmp_path, new.model_copy(update={"model": "openai/b"}))
+    write_job_config(tmp_path, new)
+    assert JobConfig.model_validate_json((tmp_path / "job.json").read_text()) == new
+    with pytest.raises(JobConfigMismatch, match="max_steps: 7 -> 8"):
+        write_job_config(tmp_path, new.model_copy(update={"max_steps": 8}))
+
+
 def test_ctrl_c_keeps_results_valid_and_cleans_up(tmp_path: Path):
     script = tmp_path / "slow.yaml"
     script.write_text("default:\n  '*': [oracle, {run: 'sleep 1 & sleep 1'}]\n")

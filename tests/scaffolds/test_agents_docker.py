@@ -11,6 +11,7 @@ import pytest
 from evoround.engine.results import Mode
 from evoround.scaffolds.replay_server import serve
 from tests.helpers import run
+from tests.scaffolds import test_mini_swe
 from tests.scaffolds.test_llm_agent import SCRIPT, agent
 
 JOB = f"agents-{uuid.uuid4().hex[:8]}"  # other suites run jobs named "job" concurrently
@@ -28,6 +29,25 @@ def test_builtin_agent_in_docker(docker_client, tmp_path: Path):
     r2_first = next(r for r in reqs if r["_round"] == 2)
     assert r2_first["messages"][: len(r1[-1]["messages"])] == r1[-1]["messages"]
     assert docker_client.api.containers(all=True, filters={"label": f"evoround.job={JOB}"}) == []
+
+
+@pytest.mark.docker
+def test_mini_swe_agent_in_docker(docker_client, tmp_path: Path):
+    """mini-swe-agent's commands go through our Sandbox adapter, so they run in the
+    container; its conversation still spans the rounds (one session per attempt)."""
+    job = f"{JOB}-mini"
+    with serve(test_mini_swe.SCRIPT) as srv:
+        scaffold = test_mini_swe.agent(srv.url)
+        view = run(tmp_path, scaffold, modes=(Mode.mt,), sandbox="docker", name=job)
+        reqs = srv.requests
+    by_round = {r.round: r for r in view.records}
+    assert by_round[1].passed and by_round[2].passed, [r.error for r in view.records]
+    assert {r.sandbox for r in view.records} == {"docker"}
+    r1 = [r for r in reqs if r.get("_round") == 1]
+    r2_first = next(r for r in reqs if r.get("_round") == 2)
+    assert r2_first["messages"][: len(r1[-1]["messages"])] == r1[-1]["messages"]
+    assert [m["role"] for m in r2_first["messages"]].count("system") == 1
+    assert docker_client.api.containers(all=True, filters={"label": f"evoround.job={job}"}) == []
 
 
 @pytest.mark.docker

@@ -102,6 +102,8 @@ def render_evidence(ev: RoundEvidence, cfg: JudgeConfig) -> str:
     """The judge's view of the round: system prompt, trajectory segment, diff."""
     lines = [f"## System prompt\n{truncate(ev.system_prompt, 3000) or '(none)'}", "## Trajectory"]
     for i, e in enumerate(ev.events):
+        if e.type is EventType.model_call:
+            continue  # wire-level records (--proxy): the conversation is already there
         head = f"[{i}] {e.type.value}"
         if e.role:
             head += f" ({e.role})"

@@ -1,0 +1,146 @@
+"""``--proxy``: the real LiteLLM proxy on loopback between real agents and the replay server.
+
+Nothing is mocked: the proxy is LiteLLM's own server (installed into its venv on first
+use), the call logger runs inside it, the agents are the built-in one (litellm,
+OpenAI wire format) and the real ``claude`` binary (Anthropic SSE).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from evoround.engine.job import evoround_home, run_job
+from evoround.engine.model_proxy import ModelProxy
+from evoround.engine.report import load_job
+from evoround.engine.results import Mode, RoundStatus
+from evoround.scaffolds.agents import ModelOptions
+from evoround.scaffolds.builtin import scaffold_from_name
+from evoround.scaffolds.replay_server import serve
+from evoround.snapshots.store import SnapshotStore
+from evoround.tasks.loader import load_task
+from tests.helpers import COUNTER
+from tests.scaffolds import test_claude_code, test_llm_agent
+
+
+def _events(job_dir: Path, rec) -> list[dict]:
+    path = job_dir / rec.artifacts / "trajectory.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _run(tmp_path: Path, agent: str, model: str, srv, sandbox: str = "local"):
+    job_dir = tmp_path / "runs" / f"proxy-{uuid.uuid4().hex[:8]}"
+    base = srv.url if agent != "claude-code" else srv.url.removesuffix("/v1")
+    opts = ModelOptions(model=model, api_base=base)
+    with ModelProxy(
+        workdir=job_dir / "proxy",
+        model=model,
+        upstream=base,
+        default_provider="anthropic" if agent == "claude-code" else "openai",
+    ) as proxy:
+        scaffold = scaffold_from_name(agent, models=opts.via_proxy(proxy.url, proxy.master_key))
+        run_job(
+            [load_task(COUNTER)], scaffold, job_dir=job_dir, modes=[Mode.mt], attempts=1,
+            sandbox=sandbox, store=SnapshotStore(tmp_path / "store"), models=opts, proxy=proxy,
+        )  # fmt: skip
+        raw = [json.loads(line) for line in proxy.log_path.read_text().splitlines()]
+    return job_dir, load_job(job_dir), raw
+
+
+def test_builtin_agent_calls_once_each_with_round_tag_usage_and_a_retried_500(tmp_path: Path):
+    script = {**test_llm_agent.SCRIPT, "faults": [{"at": 2, "status": 500}]}
+    with serve(script) as srv:
+        job_dir, view, raw = _run(tmp_path, "evoround-agent", "openai/replay", srv)
+        upstream = srv.requests
+    by_round = {r.round: r for r in view.records}
+    assert by_round[1].passed and by_round[2].passed, [r.error for r in view.records]
+    assert by_round[1].model == "openai/replay"  # the user's model, not the proxy's route
+
+    # the logger wrote each (call, outcome) once, though LiteLLM fires sync and async hooks
+    keys = Counter((r["call_id"], r["event"]) for r in raw)
+    assert keys and max(keys.values()) == 1
+
+    seen: Counter[str] = Counter()
+    for rnd, rec in by_round.items():
+        calls = [e for e in _events(job_dir, rec) if e["type"] == "model_call"]
+        seen.update(c["arguments"]["call_id"] for c in calls)
+        lines = (job_dir / rec.artifacts / "model_calls.jsonl").read_text().splitlines()
+        assert len(lines) == len(calls)
+        for line in lines:
+            tag = json.loads(line)["tag"]
+            assert (tag["job"], tag["task"], tag["attempt"], tag["round"]) == (
+                job_dir.name, "counter", "mt-01", str(rnd),
+            )  # fmt: skip
+        ok = [c for c in calls if c["arguments"]["status"] == "success"]
+        assert all(c["usage"]["total_tokens"] > 0 for c in ok) and (ok or rnd == 3)
+        assert rec.model_usage is not None and rec.model_usage.calls == len(calls)
+        assert rec.model_usage.total_tokens == sum(c["usage"]["total_tokens"] for c in ok)
+
+    # every call the server got appears in exactly one round's trajectory, once
+    assert sorted(by_round) == [1, 2, 3] and max(seen.values()) == 1
+    assert sum(seen.values()) == len([r for r in upstream if r["_path"].endswith("completions")])
+
+    # the injected 500 (2nd request) is a failed call, and the agent's retry a new call
+    r1 = [e for e in _events(job_dir, by_round[1]) if e["type"] == "model_call"]
+    assert [c["arguments"]["status"] for c in r1] == ["success", "failure", "success", "success"]
+    assert r1[1]["arguments"]["status_code"] == 500
+    assert by_round[1].model_usage.failed == 1
+    # tool-call ids and block order survive: the replay's ids, text before the tool call
+    assert r1[0]["arguments"]["blocks"] == ["text", "tool_use"]
+    assert r1[0]["arguments"]["tool_call_ids"] == ["call_r1t0_0"]
+
+
+def test_claude_code_through_the_proxy_streams_and_is_recorded(tmp_path: Path):
+    with serve(test_claude_code.SCRIPT) as srv:
+        job_dir, view, raw = _run(tmp_path, "claude-code", "claude-sonnet-4-5", srv)
+        upstream = [r for r in srv.requests if r.get("tools")]
+    by_round = {r.round: r for r in view.records}
+    assert by_round[1].passed and by_round[2].passed, [r.error for r in view.records]
+    assert all(r["stream"] for r in upstream if r["_round"] in (1, 2))
+    r1 = [e for e in _events(job_dir, by_round[1]) if e["type"] == "model_call"]
+    tool_ids = [i for c in r1 for i in c["arguments"]["tool_call_ids"]]
+    assert tool_ids == ["toolu_r1t0_0"]
+    assert all(c["arguments"]["api"] == "anthropic_messages" for c in r1)
+    assert by_round[1].model_usage.total_tokens > 0
+    # one session: round 2's first call carries round 1's conversation (through the proxy)
+    first_r2 = next(r for r in upstream if r["_round"] == 2)
+    assert "count_words" in json.dumps(first_r2["messages"])
+    assert by_round[3].status is RoundStatus.agent_error
+
+
+@pytest.mark.docker
+def test_claude_code_in_docker_reaches_the_proxy_only(docker_client, tmp_path: Path):
+    with serve(test_claude_code.SCRIPT) as srv:
+        job_dir, view, _ = _run(tmp_path, "claude-code", "claude-sonnet-4-5", srv, "docker")
+    by_round = {r.round: r for r in view.records}
+    assert by_round[1].passed and by_round[2].passed, [r.error for r in view.records]
+    assert by_round[1].sandbox == "docker" and by_round[2].model_usage.calls >= 1
+    left = docker_client.api.containers(all=True, filters={"label": f"evoround.job={job_dir.name}"})
+    assert left == []
+
+
+def test_collect_waits_for_open_calls_and_keeps_unfinished_ones(tmp_path: Path):
+    """The engine side alone, on a log file as the logger writes it."""
+    proxy = ModelProxy(workdir=tmp_path, model="openai/replay", home=evoround_home())
+    tag = ModelProxy.tag("j", "t", "mt-01", 1)
+    other = {**tag, "run": "another"}
+    lines = [
+        {"event": "start", "call_id": "a", "tag": tag, "start": 1.0},
+        {
+            "event": "success",
+            "call_id": "a",
+            "tag": tag,
+            "start": 1.0,
+            "usage": {"total_tokens": 5},
+        },
+        {"event": "success", "call_id": "a", "tag": tag, "start": 1.0},  # a late echo
+        {"event": "start", "call_id": "b", "tag": tag, "start": 2.0},  # killed mid-stream
+        {"event": "start", "call_id": "c", "tag": other, "start": 3.0},  # a retried run
+    ]
+    proxy.log_path.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"half')
+    calls = proxy.collect(tag, wait_sec=0.3)
+    assert [(c.call_id, c.status) for c in calls] == [("a", "success"), ("b", "incomplete")]
