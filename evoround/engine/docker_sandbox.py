@@ -652,8 +652,12 @@ class DockerProvider(SandboxProvider):
         prestart: bool = True,
         client: docker.DockerClient | None = None,
         log: Callable[[str], None] | None = None,
+        agent_mounts: dict[str, str] | None = None,
     ) -> None:
         self.store = store
+        self.agent_mounts = dict(agent_mounts or {})
+        """Host folder -> container path, bind-mounted read-only into every container: an
+        agent's own files (the 370 MB ``claude`` binary) without a copy per container."""
         self.job = _safe_name(job or f"adhoc-{os.getpid()}")
         self.keep_snapshots = keep_snapshots
         self.base_image = base_image or default_base_image()
@@ -732,7 +736,11 @@ class DockerProvider(SandboxProvider):
             mem_limit=f"{env.memory_mb}m",
             memswap_limit=f"{env.memory_mb}m",
             pids_limit=env.pids,
-            mounts=[Mount(target=SCRATCH, source=None, type="volume")],
+            mounts=[Mount(target=SCRATCH, source=None, type="volume")]
+            + [
+                Mount(target=dest, source=src, type="bind", read_only=True)
+                for src, dest in sorted(self.agent_mounts.items())
+            ],
         )
 
     def _start_container(self, task: Task, image: str, name: str, attempt: str) -> str:

@@ -256,7 +256,13 @@ def _execute(
         )  # fmt: skip
     else:
         provider = LimitedProvider(
-            make_provider(sandbox, store, job=job_dir.name, keep_snapshots=keep_snapshots),
+            make_provider(
+                sandbox,
+                store,
+                job=job_dir.name,
+                keep_snapshots=keep_snapshots,
+                agent_mounts=scaffold.sandbox_mounts(),
+            ),  # fmt: skip
             limits,
         )
         runner = LocalRunner(

@@ -98,7 +98,7 @@ def _die_with_parent() -> None:
     with contextlib.suppress(Exception):
         import ctypes
 
-        ctypes.CDLL(None).prctl(1, 15)  # PR_SET_PDEATHSIG, SIGTERM
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: uvicorn would wait for calls
 
 
 def _free_port() -> int:
@@ -293,7 +293,7 @@ class ModelProxy:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, 15)
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=5)  # uvicorn finishes calls in flight; a Ctrl-C does not wait long
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, 9)

@@ -65,6 +65,11 @@ class Scaffold(ABC):
     """False for agents with no process of their own (the oracle applies reference files):
     checks about commands and messages are then not_applicable; diff checks still apply."""
 
+    def sandbox_mounts(self) -> dict[str, str]:
+        """Host folders (-> container paths) the agent needs inside a container, mounted
+        read-only by container backends; a session must still work without them."""
+        return {}
+
     @abstractmethod
     def start(self, task: Task, sandbox: Sandbox) -> AgentSession:
         """Start a session bound to ``sandbox`` for ``task``; it serves every round."""

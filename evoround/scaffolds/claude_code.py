@@ -101,6 +101,9 @@ class ClaudeCodeScaffold(Scaffold):
         self.binary = binary
         self.extra_env = extra_env or {}
 
+    def sandbox_mounts(self) -> dict[str, str]:
+        return {str((self.binary or bundled_claude()).parent): SANDBOX_BIN_DIR}
+
     def start(self, task: Task, sandbox: Sandbox) -> AgentSession:
         return ClaudeCodeSession(self, task, sandbox)
 
@@ -127,9 +130,11 @@ class ClaudeCodeSession(AgentSession):
         from evoround.engine.local_sandbox import LocalSandbox
 
         if isinstance(self.sandbox, LocalSandbox):
-            return str(host)  # same file system: no copy of a 200 MB binary per attempt
-        self.sandbox.copy_in(str(host.parent), SANDBOX_BIN_DIR)
+            return str(host)  # same file system: no copy of a 370 MB binary per attempt
         path = f"{SANDBOX_BIN_DIR}/{host.name}"
+        if self.sandbox.exec(["test", "-x", path], timeout=30).exit_code == 0:
+            return path  # mounted read-only by the provider (sandbox_mounts)
+        self.sandbox.copy_in(str(host.parent), SANDBOX_BIN_DIR)  # ~3 s: a remote engine
         self.sandbox.exec(["chmod", "+x", path], timeout=30)
         return path
 

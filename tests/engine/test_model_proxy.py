@@ -144,3 +144,64 @@ def test_collect_waits_for_open_calls_and_keeps_unfinished_ones(tmp_path: Path):
     proxy.log_path.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"half')
     calls = proxy.collect(tag, wait_sec=0.3)
     assert [(c.call_id, c.status) for c in calls] == [("a", "success"), ("b", "incomplete")]
+
+
+def _proxy_pids(config: Path) -> list[int]:
+    """Live processes started with this job's proxy config."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().split(b"\0")
+                state = (d / "stat").read_text().split()[2]
+            except OSError:
+                continue
+            if str(config).encode() in cmd and state != "Z":
+                pids.append(int(d.name))
+    return pids
+
+
+def test_cli_proxy_run_and_a_killed_engine_leave_no_proxy_behind(tmp_path: Path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    cli = [sys.executable, "-m", "evoround.cli", "run", str(COUNTER), "--agent", "evoround-agent",
+           "--model", "openai/replay", "--mode", "mt", "--proxy", "--out", str(tmp_path)]  # fmt: skip
+    # --proxy needs a model agent and a model: one line, exit 2, nothing started
+    bad = subprocess.run([*cli[:5], "--proxy", "--out", str(tmp_path)], capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert bad.returncode == 2 and "--proxy" in bad.stderr, bad.stderr
+
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump(test_llm_agent.SCRIPT))
+    with serve(script) as srv:
+        done = subprocess.run([*cli, "--api-base", srv.url, "--job", "ok"],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+    view = load_job(tmp_path / "ok")
+    assert [r.passed for r in view.records][:2] == [True, True]
+    assert view.records[0].model_usage is not None and view.records[0].model_usage.calls == 3
+    assert _proxy_pids(tmp_path / "ok" / "proxy" / "config.yaml") == []
+
+    # an engine SIGKILLed mid-round takes its proxy with it (no orphan on loopback)
+    hang = {**test_llm_agent.SCRIPT, "faults": [{"at": 1, "delay_sec": 120}]}
+    script.write_text(yaml.safe_dump(hang))
+    with serve(script) as srv:
+        proc = subprocess.Popen([*cli, "--api-base", srv.url, "--job", "killed"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        calls = tmp_path / "killed" / "proxy" / "calls.jsonl"
+        deadline = time.monotonic() + 180
+        while not (calls.exists() and calls.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        config = tmp_path / "killed" / "proxy" / "config.yaml"
+        assert _proxy_pids(config), "the proxy never took a call"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _proxy_pids(config) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _proxy_pids(config) == []

@@ -94,3 +94,27 @@ def test_claude_code_timeout_in_docker_kills_and_removes(docker_client, make_tas
     assert [r.status for r in view.records] == [RoundStatus.agent_timeout]
     assert view.records[0].timings.agent_sec < 30
     assert docker_client.api.containers(all=True, filters={"label": f"evoround.job={job}"}) == []
+
+
+@pytest.mark.docker
+def test_binary_is_mounted_read_only_not_copied(docker_client, tmp_path: Path):
+    from evoround.engine.docker_sandbox import DockerProvider
+    from evoround.scaffolds.claude_code import SANDBOX_BIN_DIR, ClaudeCodeScaffold
+    from evoround.snapshots.store import SnapshotStore
+    from evoround.tasks.loader import load_task
+    from tests.helpers import COUNTER
+
+    scaffold = ClaudeCodeScaffold()
+    task = load_task(COUNTER)
+    store = SnapshotStore(tmp_path / "store")
+    with (
+        DockerProvider(store, job=f"{JOB}-mount", agent_mounts=scaffold.sandbox_mounts()) as p,
+        p.create(task, "m") as sb,
+    ):
+        session = scaffold.start(task, sb)
+        assert session.binary == f"{SANDBOX_BIN_DIR}/claude"
+        assert "Claude Code" in sb.exec([session.binary, "--version"], timeout=60).stdout
+        # the agent cannot replace the binary (or anything beside it) for later rounds
+        assert sb.exec(["sh", "-c", f"echo x > {SANDBOX_BIN_DIR}/claude"], timeout=30).exit_code
+        snap_size = sb.exec(["du", "-sx", "/opt"], timeout=30).stdout.split()[0]
+    assert int(snap_size) < 1000  # KiB in the container's own layer: nothing was copied
