@@ -171,6 +171,11 @@ class ClaudeCodeSession(AgentSession):
             "DISABLE_ERROR_REPORTING": "1",
             "HOME": self.home,
         }
+        if self.cfg.model:
+            # Background calls (titles, summaries) would go to a small model by default:
+            # the model under evaluation is the only one the endpoint (or proxy) serves.
+            env["ANTHROPIC_SMALL_FAST_MODEL"] = self.cfg.model
+            env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] = self.cfg.model
         if self.base_url:
             env["ANTHROPIC_BASE_URL"] = self.base_url
         key = self.cfg.api_key or os.environ.get("ANTHROPIC_API_KEY")

@@ -105,6 +105,9 @@ def test_claude_code_through_the_proxy_streams_and_is_recorded(tmp_path: Path):
     tool_ids = [i for c in r1 for i in c["arguments"]["tool_call_ids"]]
     assert tool_ids == ["toolu_r1t0_0"]
     assert all(c["arguments"]["api"] == "anthropic_messages" for c in r1)
+    # no stray calls to a model the endpoint does not serve (Claude Code's small model)
+    assert all(c["arguments"]["status"] == "success" for c in r1)
+    assert {c["name"] for c in r1} == {"claude-sonnet-4-5"}
     assert by_round[1].model_usage.total_tokens > 0
     # one session: round 2's first call carries round 1's conversation (through the proxy)
     first_r2 = next(r for r in upstream if r["_round"] == 2)
