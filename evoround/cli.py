@@ -248,6 +248,10 @@ def run(
         typer.Option(help="Model endpoint (provider, LiteLLM proxy or `evoround replay-server`)."),
     ] = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Model calls per round (agents).")] = 50,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Total tokens per round (evoround-agent; default: no limit)."),
+    ] = None,
     proxy: Annotated[
         bool,
         typer.Option(
@@ -365,7 +369,8 @@ def run(
         _run_one(
             paths, agent, script, attempts, mode, sandbox, job_dir, _progress(), judge,
             keep_snapshots, options, live,
-            ModelOptions(model=model, api_base=api_base, max_steps=max_steps), proxy,
+            ModelOptions(model=model, api_base=api_base, max_steps=max_steps,
+                         max_tokens=max_tokens), proxy,
         )  # fmt: skip
     except (TaskFormatError, JobConfigMismatch, ValueError) as e:
         raise _fail(str(e)) from None

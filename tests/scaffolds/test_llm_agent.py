@@ -163,3 +163,17 @@ def test_cli_run_with_model_and_api_base(tmp_path: Path):
     assert out["records"] == 3  # rounds 1-2 pass; round 3 is not scripted and stops it
     lines = (tmp_path / "runs" / "j" / "results.jsonl").read_text().splitlines()
     assert [json.loads(x)["status"] for x in lines][:2] == ["passed", "passed"]
+
+
+def test_token_budget_ends_the_round_early(tmp_path: Path):
+    """``--max-tokens``: the round stops after the call that crossed the budget."""
+    with serve(SCRIPT) as srv:
+        view = run(tmp_path, agent(srv.url, max_tokens=1), modes=(Mode.mt,))
+        calls = [r.get("_round") for r in srv.requests]
+    r1 = next(r for r in view.records if r.round == 1)
+    events = (view.path / r1.artifacts / "trajectory.jsonl").read_text()
+    assert "token limit 1 reached" in events
+    # write_file ran, then the budget was spent; the verifier still judges the work
+    assert r1.passed
+    # the budget is per round: round 2 gets its own first call (and only that one)
+    assert calls[:2] == [1, 2]
