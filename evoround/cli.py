@@ -328,6 +328,7 @@ def run(
     """Run an agent on tasks and print the report. Results stream to OUT/JOB/results.jsonl."""
     from evoround.cli_live import LiveObserver
     from evoround.engine.executor import RunOptions
+    from evoround.engine.model_proxy import ProxyError
 
     if executor not in ("local", "ray"):
         raise _fail(f"unknown executor {executor!r}: local or ray")
@@ -372,7 +373,7 @@ def run(
             ModelOptions(model=model, api_base=api_base, max_steps=max_steps,
                          max_tokens=max_tokens), proxy,
         )  # fmt: skip
-    except (TaskFormatError, JobConfigMismatch, ValueError) as e:
+    except (TaskFormatError, JobConfigMismatch, ValueError, ProxyError) as e:
         raise _fail(str(e)) from None
     except KeyboardInterrupt:
         err.print(
@@ -852,6 +853,24 @@ def replay_server(
         pass
     finally:
         srv.close()
+
+
+@app.command("install-proxy", rich_help_panel="Develop")
+def install_proxy() -> None:
+    """Install the LiteLLM proxy that --proxy runs, now rather than on first use.
+
+    It goes into its own venv under $EVOROUND_HOME/tools (its pinned dependencies clash
+    with the agents'), with the same LiteLLM version as evoround's. Needs PyPI once;
+    later runs are offline. Idempotent.
+    """
+    from evoround.engine.job import evoround_home
+    from evoround.engine.model_proxy import ProxyError, proxy_python
+
+    try:
+        python = proxy_python(evoround_home())
+    except ProxyError as e:
+        raise _fail(str(e)) from None
+    out.print(f"LiteLLM proxy ready: {python}")
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -64,6 +64,8 @@ def proxy_python(home: Path) -> Path:
     """A Python with ``litellm[proxy]``: ``EVOROUND_PROXY_PYTHON`` or a venv built once."""
     env = os.environ.get("EVOROUND_PROXY_PYTHON")
     if env:
+        if not os.access(env, os.X_OK):
+            raise ProxyError(f"EVOROUND_PROXY_PYTHON={env} is not an executable Python")
         return Path(env)
     version = litellm_version()
     root = home / "tools" / f"litellm-proxy-{version}"

@@ -8,6 +8,7 @@ OpenAI wire format) and the real ``claude`` binary (Anthropic SSE).
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -178,6 +179,12 @@ def test_cli_proxy_run_and_a_killed_engine_leave_no_proxy_behind(tmp_path: Path)
     bad = subprocess.run([*cli[:5], "--proxy", "--out", str(tmp_path)], capture_output=True,
                          text=True, timeout=120)  # fmt: skip
     assert bad.returncode == 2 and "--proxy" in bad.stderr, bad.stderr
+    # a broken proxy install: one line naming it, exit 2, no traceback
+    broken = subprocess.run([*cli, "--api-base", "http://127.0.0.1:9/v1", "--job", "x"],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "EVOROUND_PROXY_PYTHON": "/nonexistent/python"})  # fmt: skip
+    assert broken.returncode == 2 and "EVOROUND_PROXY_PYTHON" in broken.stderr, broken.stderr
+    assert "Traceback" not in broken.stderr
 
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump(test_llm_agent.SCRIPT))
