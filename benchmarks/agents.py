@@ -25,7 +25,7 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from evoround.engine.model_proxy import ModelProxy  # noqa: E402
+from evoround.engine.model_proxy import ModelProxy, proxy_headers  # noqa: E402
 from evoround.scaffolds.replay_server import serve  # noqa: E402
 
 SCRIPT = {
@@ -53,7 +53,7 @@ def bench_proxy(calls: int) -> None:
         ModelProxy(workdir=Path(tmp), model="openai/replay", upstream=srv.url) as proxy,
     ):
         probe = ModelProxy.tag("bench", "t", "mt-01", 1)
-        tag = proxy.tag_headers(probe)
+        tag = proxy_headers(probe)
         routes = {
             "direct": dict(model="openai/replay", api_base=srv.url, api_key="x"),
             "proxy": dict(

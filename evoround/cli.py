@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -36,9 +35,8 @@ from evoround.verifiers.checklist.judge import JudgeConfig
 
 if TYPE_CHECKING:
     from evoround.engine.executor import RunOptions
+    from evoround.engine.job import JobConfig
     from evoround.engine.model_proxy import ModelProxy
-    from evoround.scaffolds.base import Scaffold
-    from evoround.tasks.model import Task
 
 app = typer.Typer(
     help="evoround: multi-turn, stateful evaluation of coding agents.\n\n"
@@ -147,36 +145,42 @@ def _run_one(
     tasks = load_tasks(task_paths)
     if not tasks:
         raise TaskFormatError(", ".join(map(str, task_paths)), None, "no tasks found")
-    with contextlib.ExitStack() as stack:
-        model_proxy = None
-        if proxy:
-            model_proxy = _start_proxy(agent, models, job_dir, options)
-            stack.callback(model_proxy.close)  # also on Ctrl-C: no proxy outlives the run
-            assert models is not None
+    recorded = models if agent in MODEL_AGENTS else None  # the upstream, not the proxy
+    model_proxy = _start_proxy(agent, models, job_dir) if proxy else None
+    try:
+        if model_proxy is not None and models is not None:
             models = models.via_proxy(model_proxy.url, model_proxy.master_key)
         scaffold = scaffold_from_name(agent, script, models)
         digest = None
         if script is not None:
             digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
-        observer = observer or ProgressObserver(progress, scaffold.name)
-        return _run_job(
-            tasks, scaffold, job_dir, attempts, mode, sandbox, digest, observer, judge,
-            keep_snapshots, options, models if agent in MODEL_AGENTS else None, model_proxy,
-        )  # fmt: skip
-    raise AssertionError("unreachable")  # ExitStack does not swallow exceptions
+        return run_job(
+            tasks,
+            scaffold,
+            job_dir=job_dir,
+            attempts=attempts,
+            modes=_modes(mode),
+            sandbox=sandbox,
+            script_digest=digest,
+            observer=observer or ProgressObserver(progress, scaffold.name),
+            judge=judge,
+            keep_snapshots=keep_snapshots,
+            options=options,
+            models=recorded,
+            proxy=model_proxy,
+        )
+    finally:
+        if model_proxy is not None:  # also on Ctrl-C: no proxy outlives the run
+            model_proxy.close()
 
 
-def _start_proxy(
-    agent: str, models: ModelOptions | None, job_dir: Path, options: RunOptions | None
-) -> ModelProxy:
+def _start_proxy(agent: str, models: ModelOptions | None, job_dir: Path) -> ModelProxy:
     """The job's LiteLLM proxy, started (``--proxy``); the caller closes it."""
     from evoround.engine.model_proxy import ModelProxy
 
     if agent not in MODEL_AGENTS or models is None or not models.model:
         raise ValueError(f"--proxy records model calls: it needs a model agent and --model "
                          f"(one of {', '.join(MODEL_AGENTS)})")  # fmt: skip
-    if options is not None and options.executor == "ray":
-        raise ValueError("--proxy listens on this machine's loopback: use --executor local")
     err.print("[dim]starting the LiteLLM proxy (--proxy)...[/]")
     return ModelProxy(
         workdir=job_dir / "proxy",
@@ -185,38 +189,6 @@ def _start_proxy(
         upstream_key=models.api_key,
         default_provider="anthropic" if agent == "claude-code" else "openai",
     ).start()
-
-
-def _run_job(
-    tasks: list[Task],
-    scaffold: Scaffold,
-    job_dir: Path,
-    attempts: int,
-    mode: ModeChoice,
-    sandbox: str,
-    digest: str | None,
-    observer: JobObserver,
-    judge: JudgeConfig | None,
-    keep_snapshots: bool,
-    options: RunOptions | None,
-    models: ModelOptions | None,
-    proxy: ModelProxy | None,
-) -> Path:
-    return run_job(
-        tasks,
-        scaffold,
-        job_dir=job_dir,
-        attempts=attempts,
-        modes=_modes(mode),
-        sandbox=sandbox,
-        script_digest=digest,
-        observer=observer,
-        judge=judge,
-        keep_snapshots=keep_snapshots,
-        options=options,
-        models=models,
-        proxy=proxy,
-    )
 
 
 AgentOpt = Annotated[
@@ -334,16 +306,18 @@ def run(
         raise _fail(f"unknown executor {executor!r}: local or ray")
     existing_job = retry_failed or resume
     if existing_job is not None:
+        cfg = _job_config(existing_job)
         tasks, agent, attempts, mode, sandbox = _from_job_json(
-            ctx, existing_job, tasks, agent, attempts, mode, sandbox
+            ctx, cfg, tasks, agent, attempts, mode, sandbox
         )
+        lock = existing_job / "job.json"
         if agent in MODEL_AGENTS:  # a model-free agent ignores (and records no) model options
-            model = _locked(ctx, existing_job, "model", model)
-            api_base = _locked(ctx, existing_job, "api_base", api_base)
-            max_steps = _locked(ctx, existing_job, "max_steps", max_steps)
-        judge_model = _locked(ctx, existing_job, "judge_model", judge_model)
-        judge_api_base = _locked(ctx, existing_job, "judge_api_base", judge_api_base)
-        judge_votes = _locked(ctx, existing_job, "judge_votes", judge_votes)
+            model = _locked(ctx, cfg, lock, "model", model)
+            api_base = _locked(ctx, cfg, lock, "api_base", api_base)
+            max_steps = _locked(ctx, cfg, lock, "max_steps", max_steps)
+        judge_model = _locked(ctx, cfg, lock, "judge_model", judge_model)
+        judge_api_base = _locked(ctx, cfg, lock, "judge_api_base", judge_api_base)
+        judge_votes = _locked(ctx, cfg, lock, "judge_votes", judge_votes)
         out_dir, job_name = existing_job.parent, existing_job.name
     options = RunOptions(
         concurrency=concurrency,
@@ -758,7 +732,7 @@ def tasks_import_octobench(
 
 def _from_job_json(
     ctx: typer.Context,
-    job_dir: Path,
+    cfg: JobConfig,
     tasks: list[Path] | None,
     agent: str,
     attempts: int,
@@ -766,13 +740,6 @@ def _from_job_json(
     sandbox: str,
 ) -> tuple[list[Path] | None, str, int, ModeChoice, str]:
     """Fill the options a --resume did not give from the job's config lock."""
-    from evoround.engine.job import JobConfig
-
-    path = job_dir / "job.json"
-    if not path.is_file():
-        raise _fail(f"{job_dir} is not a job folder (no job.json)")
-    cfg = JobConfig.model_validate_json(path.read_text())
-
     if not tasks:
         tasks = [Path(t.path) for t in cfg.tasks.values()]
     if not _given(ctx, "agent"):
@@ -793,7 +760,17 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name != "DEFAULT"
 
 
-def _locked(ctx: typer.Context, job_dir: Path, name: str, value: _T) -> _T:
+def _job_config(job_dir: Path) -> JobConfig:
+    """The config lock of the job a --resume names (read once)."""
+    from evoround.engine.job import JobConfig
+
+    path = job_dir / "job.json"
+    if not path.is_file():
+        raise _fail(f"{job_dir} is not a job folder (no job.json)")
+    return JobConfig.model_validate_json(path.read_text())
+
+
+def _locked(ctx: typer.Context, cfg: JobConfig, path: Path, name: str, value: _T) -> _T:
     """The value a --resume uses for a model or judge option: the recorded one unless given.
 
     A resumed attempt must talk to the same model as the rounds already recorded, so a
@@ -801,10 +778,6 @@ def _locked(ctx: typer.Context, job_dir: Path, name: str, value: _T) -> _T:
     agent starts. A field an older job.json never recorded, or recorded as None for a
     count (``max_steps`` of a model-free agent), leaves the command line's value.
     """
-    from evoround.engine.job import JobConfig
-
-    path = job_dir / "job.json"
-    cfg = JobConfig.model_validate_json(path.read_text())
     recorded = getattr(cfg, name)
     if name not in cfg.model_fields_set or (recorded is None and isinstance(value, int)):
         return value

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evoround.engine.model_proxy import ModelProxy, call_usage, fold_calls, write_calls
+from evoround.engine.model_proxy import (
+    ModelProxy,
+    call_usage,
+    fold_calls,
+    proxy_headers,
+    write_calls,
+)
 from evoround.engine.reference import reference_snapshot
 from evoround.engine.results import Mode, RoundResult, RoundStatus, Timings, classify
 from evoround.engine.retry import is_model_api_error
@@ -128,19 +134,17 @@ def run_round(
     specs = round_checks(task, round_index)
     git_base = git_head(sandbox) if needs_commits(specs) else None
     t0 = time.monotonic()
-    tag = (
-        ctx.proxy.tag(ctx.job, task.name, f"{mode.value}-{attempt:02d}", round_index)
-        if ctx.proxy
-        else None
+    proxy = ctx.proxy
+    tag = proxy.tag(ctx.job, task.name, f"{mode.value}-{attempt:02d}", round_index) if proxy else {}
+    inp = RoundInput(
+        task, rnd, round_message(task, rnd), env.agent_timeout_sec, art, proxy_headers(tag)
     )
-    headers = ctx.proxy.tag_headers(tag) if ctx.proxy and tag else {}
-    inp = RoundInput(task, rnd, round_message(task, rnd), env.agent_timeout_sec, art, headers)
     trace, agent_status = _run_agent(session, inp)
     timings.agent_sec = time.monotonic() - t0
     model_usage = None
-    if ctx.proxy and tag:
+    if proxy:
         # Every call the agent made this round, failed ones too, once each, in time order.
-        calls = ctx.proxy.collect(tag)
+        calls = proxy.collect(tag)
         write_calls(art / "model_calls.jsonl", calls)
         trace.events = fold_calls(trace.events, calls)
         model_usage = call_usage(calls)

@@ -596,7 +596,7 @@ class DockerSandbox(Sandbox):
         relay = EndpointRelay(pid=pid, port=port, target=(host, port)).start()
         with self._lock:
             self._relays.append(relay)
-        if host not in ("127.0.0.1", "localhost", "::1") and not _is_ip(host):
+        if host != "localhost" and not _is_ip(host):
             self.exec(["sh", "-c", f'echo "127.0.0.1 {host}" >> /etc/hosts'], timeout=30)
         return url
 

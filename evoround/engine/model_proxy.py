@@ -14,7 +14,7 @@ calls that failed.
 - **Routing.** ``--model``/``--api-base`` become the proxy's upstream; agents get
   the proxy's URL and a per-job master key instead. ``num_retries`` is 0 in the
   proxy, so a 500 reaches the agent, whose own retry is a second, separate call.
-- **Tagging.** :meth:`ModelProxy.tag_headers` gives each round ``x-evoround-*``
+- **Tagging.** :func:`proxy_headers` gives each round ``x-evoround-*``
   headers that the agent sends with every call; the logger (``proxy_callback``,
   running inside the proxy) files each call under them.
 - **Collection.** After a round, :meth:`ModelProxy.collect` waits until every call
@@ -32,6 +32,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -109,6 +110,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _tag_key(tag: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(tag.items())) if isinstance(tag, dict) else ()
+
+
+def proxy_headers(tag: dict[str, str]) -> dict[str, str]:
+    """The HTTP headers that carry a round's tag to the proxy's logger (none: no tag)."""
+    return {f"x-evoround-{k}": v for k, v in tag.items()}
+
+
 def split_model(model: str, default_provider: str) -> tuple[str, str]:
     """``openai/gpt-4o`` -> (openai, gpt-4o); a bare name takes ``default_provider``."""
     provider, _, name = model.partition("/")
@@ -144,6 +154,13 @@ class ModelProxy:
     port: int = 0
     master_key: str = field(default_factory=lambda: f"sk-evoround-{secrets.token_hex(12)}")
     _proc: subprocess.Popen[bytes] | None = None
+    _offset: int = field(default=0, init=False, repr=False)
+    """How far into the call log :meth:`_read_new` has parsed (each line is read once)."""
+    _records: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    """Parsed log lines not yet collected, by tag."""
+    _read_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -248,28 +265,38 @@ class ModelProxy:
             "run": uuid.uuid4().hex[:12],
         }
 
-    @staticmethod
-    def tag_headers(tag: dict[str, str]) -> dict[str, str]:
-        return {f"x-evoround-{k}": v for k, v in tag.items()}
+    def _read_new(self) -> None:
+        """Parse the complete lines the logger appended since the last read.
 
-    def _read(self) -> list[dict[str, Any]]:
-        if not self.log_path.exists():
-            return []
-        out = []
-        for line in self.log_path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(json.JSONDecodeError):  # a line being written
-                out.append(json.loads(line))
-        return out
+        The log holds every call of the job with its whole conversation, so it is
+        read incrementally rather than from the top at every round and every poll.
+        """
+        with self._read_lock:
+            if not self.log_path.exists():
+                return
+            with open(self.log_path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+            complete = data.rfind(b"\n") + 1  # a line still being written waits
+            self._offset += complete
+            for line in data[:complete].splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                self._records.setdefault(_tag_key(rec.get("tag")), []).append(rec)
 
     def collect(self, tag: dict[str, str], wait_sec: float = 15.0) -> list[ModelCall]:
         """The calls made under ``tag``, in start order, each once; waits for open ones."""
+        key = _tag_key(tag)
         deadline = time.monotonic() + wait_sec
         while True:
+            self._read_new()
+            with self._read_lock:
+                records = list(self._records.get(key, ()))
             started: dict[str, dict[str, Any]] = {}
             ended: dict[str, dict[str, Any]] = {}
-            for rec in self._read():
-                if rec.get("tag") != tag:
-                    continue
+            for rec in records:
                 cid = str(rec.get("call_id"))
                 if rec.get("event") == "start":
                     started.setdefault(cid, rec)
@@ -279,6 +306,8 @@ class ModelProxy:
             if not open_ids or time.monotonic() >= deadline:
                 break
             time.sleep(0.1)
+        with self._read_lock:
+            self._records.pop(key, None)  # a round's tag is collected once
         calls = [ModelCall(cid, str(rec["event"]), tag, rec) for cid, rec in ended.items()]
         calls += [ModelCall(cid, "incomplete", tag, started[cid]) for cid in open_ids]
         for c in calls:

@@ -95,11 +95,14 @@ def test_two_rounds_one_session(tmp_path: Path):
     assert meta["rounds_done"] == 1 and (state / "session.jsonl").stat().st_size > 0
 
 
+# Round 1 runs a command that outlives the task's 8 s agent timeout.
+HANG = {"rounds": [[{"tool_calls": [{"name": "Bash", "arguments": {
+    "command": "python3 -c 'import time; time.sleep(100)'", "timeout": 600000, "description": "wait"}}]}]]}  # fmt: skip
+
+
 def test_agent_timeout(make_task, tmp_path: Path):
     task_dir = make_task(rounds=2, environment="agent_timeout_sec = 8\n")
-    script = {"rounds": [[{"tool_calls": [{"name": "Bash", "arguments": {
-        "command": "python3 -c 'import time; time.sleep(100)'", "timeout": 600000, "description": "wait"}}]}]]}  # fmt: skip
-    with serve(script) as srv:
+    with serve(HANG) as srv:
         view = run(tmp_path, agent(srv), tasks=[load_task(task_dir)], modes=(Mode.mt,))
     assert [r.status for r in view.records] == [RoundStatus.agent_timeout]
     assert view.records[0].timings.agent_sec < 30

@@ -17,7 +17,7 @@ import pytest
 from evoround.engine.results import Mode, RoundStatus
 from evoround.scaffolds.replay_server import serve
 from tests.helpers import run
-from tests.scaffolds.test_claude_code import SCRIPT, agent, plain
+from tests.scaffolds.test_claude_code import HANG, SCRIPT, agent, plain
 
 JOB = f"cc-docker-{uuid.uuid4().hex[:8]}"
 
@@ -84,11 +84,8 @@ def test_claude_code_timeout_in_docker_kills_and_removes(docker_client, make_tas
     from evoround.tasks.loader import load_task
 
     task_dir = make_task(rounds=2, environment="agent_timeout_sec = 8\n")
-    script = {"rounds": [[{"tool_calls": [{"name": "Bash", "arguments": {
-        "command": "python3 -c 'import time; time.sleep(100)'", "timeout": 600000,
-        "description": "wait"}}]}]]}  # fmt: skip
     job = f"{JOB}-timeout"
-    with serve(script) as srv:
+    with serve(HANG) as srv:
         view = run(tmp_path, agent(srv), tasks=[load_task(task_dir)], modes=(Mode.mt,),
                    sandbox="docker", name=job)  # fmt: skip
     assert [r.status for r in view.records] == [RoundStatus.agent_timeout]
