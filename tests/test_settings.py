@@ -55,5 +55,7 @@ def test_base_image_map_is_a_json_object(monkeypatch: pytest.MonkeyPatch) -> Non
         "golang:1.22": "evoround-base:bookworm",
     }
     monkeypatch.setenv("EVOROUND_BASE_IMAGE_MAP", "ubuntu=local")
-    with pytest.raises(SettingsError, match="EVOROUND_BASE_IMAGE_MAP: not valid JSON"):
+    with pytest.raises(
+        SettingsError, match="EVOROUND_BASE_IMAGE_MAP='ubuntu=local': not valid JSON"
+    ):
         settings()

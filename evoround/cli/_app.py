@@ -59,6 +59,44 @@ if not out.is_terminal and "COLUMNS" not in os.environ:
 
 _T = TypeVar("_T")
 
+
+def setup_logging(verbose: bool, debug: bool) -> None:
+    """The engine's log on stderr through rich (above the live display, which shares the
+    console): ``-v`` INFO from evoround, ``--debug`` DEBUG and tracebacks of unexpected
+    errors; other libraries stay at WARNING (litellm's DEBUG would drown the engine's)."""
+    if not (verbose or debug):
+        return
+    import logging
+
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=err, show_path=debug, markup=False, rich_tracebacks=debug,
+                          log_time_format="%H:%M:%S")  # fmt: skip
+    root = logging.getLogger()
+    if not any(isinstance(h, RichHandler) for h in root.handlers):
+        root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("evoround").setLevel(logging.DEBUG if debug else logging.INFO)
+    if debug:
+        os.environ["EVOROUND_DEBUG"] = "1"  # _main shows the traceback of an unexpected error
+
+
+@app.callback()
+def _options(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the engine's log (INFO) on stderr.")
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Show the engine's DEBUG log, and the traceback of an unexpected error.",
+        ),
+    ] = False,
+) -> None:
+    setup_logging(verbose, debug)
+
+
 EXIT_INTERNAL = 3
 """An unexpected exception inside evoround (a bug): one line, not a traceback."""
 
@@ -187,6 +225,7 @@ def _run_app() -> int:
         if not _is(e, "ClickException"):
             raise
         message = " ".join(e.format_message().split())  # type: ignore[attr-defined]
+        message = message.replace("Value error, ", "")  # pydantic's prefix, via typer enums
         value = _typed_value(getattr(e, "param", None), sys.argv[1:])
         if value is not None and repr(value) not in message:
             message = f"{message.rstrip('.')} (got {value!r})"
@@ -202,6 +241,16 @@ def _run_app() -> int:
     return rv if isinstance(rv, int) else 0
 
 
+def _debugging() -> bool:
+    """``--debug``, ``EVOROUND_DEBUG`` or ``debug = true`` in a config file."""
+    from evoround.settings import settings
+
+    try:
+        return settings().debug
+    except SettingsError:
+        return False
+
+
 def _main() -> int:
     """The last line of defence: an unexpected exception is one line and exit 3, not a
     traceback (``EVOROUND_DEBUG=1`` shows it, for a bug report)."""
@@ -211,7 +260,7 @@ def _main() -> int:
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
         return 2
     except Exception as e:
-        if os.environ.get("EVOROUND_DEBUG"):
+        if _debugging():
             raise
         what = " ".join(str(e).split()) or type(e).__name__
         err.print(

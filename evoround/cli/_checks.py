@@ -14,6 +14,7 @@ in ``evoround --help`` and the README) lives here too:
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections import Counter
@@ -23,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from evoround.results import RoundStatus, read_results
+from evoround.api import NOT_EVALUATED
+from evoround.results import read_results
 
 if TYPE_CHECKING:
     from evoround.tasks import Task
@@ -39,9 +41,6 @@ EXIT_CODES_HELP = (
     "how many and why); 2 usage or task error, nothing ran; 130 interrupted (resumable)."
 )
 
-NOT_EVALUATED = frozenset({RoundStatus.infra, RoundStatus.model_api, RoundStatus.judge_error})
-"""Statuses that say nothing about the agent: the harness, the model API or the judge failed.
-``verifier_timeout`` is not among them: a solution that hangs its tests is the agent's."""
 
 PREFLIGHT_TIMEOUT_SEC = 5.0
 
@@ -53,6 +52,13 @@ class UsageError(ValueError):
 class SandboxChoice(StrEnum):
     local = "local"
     docker = "docker"
+
+
+class OnFailChoice(StrEnum):
+    """``--on-fail``: a choice, so ``--help`` lists it and click refuses a typo."""
+
+    stop = "stop"
+    continue_ = "continue"
 
 
 class ExecutorChoice(StrEnum):
@@ -86,7 +92,35 @@ def check_out_dir(out: Path) -> None:
         if p.exists():
             if not p.is_dir():
                 raise UsageError(f"--out {str(out)!r}: {p} is a file, not a folder")
+            _probe_writable(out, p)
             return
+
+
+def _probe_writable(out: Path, folder: Path) -> None:
+    """Create (and remove) a folder in ``folder``, the nearest existing one: a read-only or
+    virtual file system (``/proc``) is refused now, not once the tasks have loaded."""
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".evoround-probe-", dir=folder))
+    except OSError as e:
+        raise UsageError(
+            f"--out {str(out)!r}: cannot create folders in {folder}: {e.strerror or e}"
+        ) from None
+
+
+MAX_SCRIPT_BYTES = 20_000_000
+"""Largest YAML script (agent or replay): the pure-Python YAML parser needs about a minute
+for 50 MB, so a wrong file is refused by its size, not waited for."""
+
+
+def check_script_size(flag: str, script: Path) -> None:
+    size = script.stat().st_size
+    if size > MAX_SCRIPT_BYTES:
+        raise UsageError(
+            f"{flag} {str(script)!r}: is {size / 1e6:.0f} MB; a script is at most "
+            f"{MAX_SCRIPT_BYTES / 1e6:.0f} MB (is it the right file?)"
+        )
 
 
 def check_script(agent: str, script: Path | None) -> None:
@@ -101,6 +135,7 @@ def check_script(agent: str, script: Path | None) -> None:
         raise UsageError(f"--script {str(script)!r}: no such file")
     if not script.is_file():
         raise UsageError(f"--script {str(script)!r}: not a file")
+    check_script_size("--script", script)
     try:
         script.read_bytes().decode("utf-8")
     except OSError as e:
@@ -146,6 +181,24 @@ def check_litellm_model(option: str, model: str | None) -> None:
             f"{option} {model!r}: litellm cannot tell its provider; name it as "
             "PROVIDER/NAME (e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5)"
         ) from None
+
+
+def check_budget(agent: str, model: str | None, max_cost: float | None) -> None:
+    """A USD budget needs a price: a model litellm cannot price would make every round's
+    cost unknown and the budget a promise nobody keeps."""
+    if max_cost is None:
+        return
+    from evoround.scaffolds import has_price, is_model_agent
+
+    if not is_model_agent(agent):
+        raise UsageError(f"--max-cost {max_cost:g}: --agent {agent} calls no model")
+    if not _installed("litellm"):
+        raise UsageError(f"--max-cost needs litellm's price map: {MODELS_EXTRA}")
+    if not has_price(model):
+        raise UsageError(
+            f"--max-cost {max_cost:g}: litellm's price map has no price for --model "
+            f"{model or '(default)'}; use --max-tokens-total instead"
+        )
 
 
 def check_url(option: str, url: str | None) -> None:
@@ -293,7 +346,7 @@ def check_run_options(
 
         model_agents = MODEL_AGENTS
     check_out_dir(out_dir)
-    check_extras(agent, executor)
+    check_extras(agent, executor, judge_model=judge_model, proxy=proxy)
     if job_name is not None:
         check_job_name(job_name)
     check_script(agent, script)
@@ -309,9 +362,12 @@ def check_run_options(
     if max_tokens is not None and agent != "evoround-agent":
         raise UsageError(f"--max-tokens is used by --agent evoround-agent only (got {agent})")
     if judge_model is None:
-        stray = [k for k in ("judge_api_base", "judge_votes") if given.get(k) is not None]
+        stray = [k for k in ("judge_api_base", "judge_votes", "judge_model_args")
+                 if given.get(k) is not None]  # fmt: skip
         if stray:
-            flags = ", ".join("--" + k.replace("_", "-") for k in stray)
+            named = {"judge_model_args": "--judge-temperature/--judge-reasoning-effort/"
+                     "--judge-model-arg"}  # fmt: skip
+            flags = ", ".join(named.get(k, "--" + k.replace("_", "-")) for k in stray)
             raise UsageError(f"{flags} need --judge-model (no judge runs without it)")
     if given.get("ray_address") is not None and executor != "ray":
         raise UsageError("--ray-address needs --executor ray")
@@ -328,6 +384,7 @@ def check_run_options(
     if agent in ("evoround-agent", "mini-swe-agent"):
         check_litellm_model("--model", model)
     check_litellm_model("--judge-model", judge_model)
+    check_budget(agent, model, given.get("max_cost"))  # type: ignore[arg-type]
     check_url("--api-base", api_base)
     check_url("--judge-api-base", judge_api_base)
     if reachable:
@@ -394,7 +451,10 @@ class ReasoningEffort(StrEnum):
 
 
 def parse_model_args(
-    temperature: float | None, reasoning_effort: str | None, model_arg: list[str]
+    temperature: float | None,
+    reasoning_effort: str | None,
+    model_arg: list[str],
+    flag: str = "--model-arg",
 ) -> dict[str, object]:
     """``--temperature``, ``--reasoning-effort`` and ``--model-arg KEY=VALUE`` as the litellm
     keyword arguments a model agent sends with every call. A VALUE that is JSON (``0.5``,
@@ -410,11 +470,11 @@ def parse_model_args(
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise UsageError(f"--model-arg {item!r}: expected KEY=VALUE (e.g. top_p=0.9)")
+            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE (e.g. top_p=0.9)")
         if key in args:
-            raise UsageError(f"--model-arg {item!r}: {key} is already set")
+            raise UsageError(f"{flag} {item!r}: {key} is already set")
         if key in _RESERVED_MODEL_ARGS:
-            raise UsageError(f"--model-arg {item!r}: {key} is set by evoround itself")
+            raise UsageError(f"{flag} {item!r}: {key} is set by evoround itself")
         try:
             args[key] = json.loads(raw)
         except ValueError:
@@ -429,10 +489,22 @@ _RESERVED_MODEL_ARGS = frozenset(
 """Keyword arguments the agents set per call: a --model-arg may not override them."""
 
 
-def check_extras(agent: str, executor: str) -> None:
+MODELS_EXTRA = "pip install 'evoround[models]'"
+
+
+def check_extras(
+    agent: str, executor: str, *, judge_model: str | None = None, proxy: bool = False
+) -> None:
     """What ``pip install evoround`` leaves out is one line naming the pip command."""
     if executor == "ray" and not _installed("ray"):
         raise UsageError("--executor ray needs Ray: pip install 'evoround[ray]'")
+    if not _installed("litellm"):
+        if agent == "evoround-agent":
+            raise UsageError(f"--agent evoround-agent needs litellm: {MODELS_EXTRA}")
+        if judge_model is not None:
+            raise UsageError(f"--judge-model needs litellm: {MODELS_EXTRA}")
+        if proxy:
+            raise UsageError(f"--proxy needs litellm (its version pins the proxy): {MODELS_EXTRA}")
     if agent == "mini-swe-agent" and not _installed("minisweagent"):
         raise UsageError(
             "--agent mini-swe-agent needs it installed: pip install 'evoround[mini-swe]'"

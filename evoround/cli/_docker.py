@@ -7,6 +7,7 @@ Thin like the other command groups: options are parsed here, the work is done by
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -32,6 +33,18 @@ images_app = typer.Typer(
 )
 out = Console()
 err = Console(stderr=True)
+
+# Docker's reference grammar, simplified: [HOST[:PORT]/]path/components[:tag]
+_IMAGE_REF = re.compile(
+    r"(?:[a-zA-Z0-9.-]+(?::\d+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?"
+)
+
+
+def _usage(message: str) -> None:
+    """A bad option value: one line and exit 2, before Docker is asked anything."""
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
 
 
 def _client() -> docker.DockerClient:
@@ -64,6 +77,11 @@ def bootstrap(
     force: Annotated[bool, typer.Option(help="Rebuild even if the image exists.")] = False,
 ) -> None:
     """Build the local base image without a registry (idempotent; instant when it exists)."""
+    if tag is not None and not _IMAGE_REF.fullmatch(tag):
+        _usage(f"--tag {tag!r}: not a Docker image reference (lowercase NAME[:TAG], e.g. "
+               "evoround-base:bookworm)")  # fmt: skip
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", suite):
+        _usage(f"--suite {suite!r}: not a Debian suite name (e.g. bookworm)")
     client = _client()
     tag = tag or default_base_image()
     try:
@@ -115,8 +133,14 @@ def cleanup(
     dry_run: Annotated[bool, typer.Option(help="Only show what would be removed.")] = False,
 ) -> None:
     """Remove evoround containers (label evoround=1) and agent snapshot images left by crashes."""
+    from evoround.cli._checks import UsageError, check_job_name
     from evoround.sandboxes.docker import cleanup_docker
 
+    if job is not None:
+        try:
+            check_job_name(job)
+        except UsageError as e:
+            _usage(str(e))
     report = cleanup_docker(_client(), job=job, include_cache=all_, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     out.print(

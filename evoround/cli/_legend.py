@@ -13,7 +13,9 @@ before, in a fresh session.
   MT@k        mean over tasks of the share of rounds passed in MT (best of k attempts)
   SR          the same in SR
   Gap         SR - MT@k: what the agent loses to the state it left itself
+  k           attempts per task
   Comp        share of tasks whose final round passes in some attempt
+  perfect     share of tasks with an MT attempt that passed every round
   reward      mean share of rounds passed per attempt (Harbor's per-step reward)
   cases       mean share of test cases passed per round (0 for rounds never reached)
   state pen.  share of failed MT rounds that pass in SR (failures caused by own state)

@@ -15,12 +15,70 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
 from evoround.engine import JobObserver, Unit
 from evoround.results import RoundResult
+
+
+class ProgressObserver(JobObserver):
+    """A rich progress bar over rounds, with a live line on the running unit."""
+
+    def __init__(self, progress: Progress, title: str) -> None:
+        self.progress = progress
+        self.title = title
+        self.bar = progress.add_task(title, total=None)
+        self.passed = 0
+        self.failed = 0
+        self._rounds_in_unit = 0
+
+    def job_started(self, units: list[Unit], skipped: int) -> None:
+        total = sum(u.rounds for u in units)
+        done = sum(u.rounds for u in units[:skipped]) if skipped else 0
+        self.progress.update(self.bar, total=total, completed=done)
+
+    def unit_started(self, unit: Unit) -> None:
+        self._rounds_in_unit = 0
+        self._describe(unit.label)
+
+    def round_recorded(self, unit: Unit, result: RoundResult) -> None:
+        self._rounds_in_unit += 1
+        self.passed += result.passed
+        self.failed += not result.passed
+        self.progress.advance(self.bar)
+        self._describe(f"{unit.label} · round {result.round} {result.status.value}")
+
+    def unit_finished(self, unit: Unit) -> None:
+        # Fail-stop: the rounds an attempt never reached are done too.
+        self.progress.advance(self.bar, unit.rounds - self._rounds_in_unit)
+
+    def _describe(self, what: str) -> None:
+        self.progress.update(
+            self.bar,
+            description=f"{self.title} [green]{self.passed}✓[/] [red]{self.failed}✗[/] {what}",
+        )
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
 
 
 class LiveObserver(JobObserver):
@@ -85,6 +143,10 @@ class LiveObserver(JobObserver):
                 "(Ctrl-C again to abort now)"
             )
 
+    def budget_reached(self, reason: str) -> None:
+        with self._lock:
+            self.note = f"budget: {reason}; no new rounds (running ones finish)"
+
     def aborting(self) -> None:
         with self._lock:
             self.note = "aborting: closing sandboxes"
@@ -104,7 +166,7 @@ class LiveObserver(JobObserver):
             fresh = done - self._done_at_start
             eta = (total - done) * elapsed / fresh if fresh else None
             table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
-            table.add_column("task")
+            table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=36)
             table.add_column("rounds", justify="right")
             table.add_column("", width=24)
             for name in sorted(self.total)[:30]:
@@ -135,5 +197,5 @@ class LiveObserver(JobObserver):
                     Text(f"running: {running}", style="cyan", no_wrap=True, overflow="ellipsis")
                 )
             if self.note:
-                lines.append(Text(self.note, style="yellow"))
+                lines.append(Text(self.note, style="yellow", no_wrap=True, overflow="ellipsis"))
             return Group(*lines)

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from evoround import api
 from evoround.cli._app import _fail, app, err, out
 from evoround.reports import DEFAULT_SEED, job_json, pct, print_report
-from evoround.results import NotAJobDir, load_job
+from evoround.results import JobView, NotAJobDir, load_job
 from evoround.tasks import TaskFormatError
 
 if TYPE_CHECKING:
@@ -35,6 +36,44 @@ Resamples = Annotated[
     ),
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap (reproducible).")]
+
+
+def _checked(views: list[JobView]) -> list[JobView]:
+    """The jobs, or one line about the first that holds no readable round at all: a corrupt
+    job folder is a usage error (exit 2), not an empty report or a traceback."""
+    for view in views:
+        if not view.records and len(view.problems) > 1:  # one torn line: a crash, not garbage
+            first = view.problems[0].split(": skipped", 1)[0]
+            raise _fail(
+                f"{first}: not one readable round record in results.jsonl "
+                f"({len(view.problems)} unreadable line(s)); is it a job folder?"
+            )
+    return views
+
+
+def _load_views(run_dirs: list[Path]) -> list[JobView]:
+    """Load and check job folders; a folder that is not a job, or cannot be read, is one
+    line (exit 2)."""
+    views = []
+    for p in run_dirs:
+        try:
+            views.append(load_job(p))
+        except NotAJobDir as e:
+            raise _fail(str(e)) from None
+        except OSError as e:
+            raise _fail(f"{e.filename or p}: cannot read: {e.strerror or e}") from None
+    return _checked(views)
+
+
+def _check_file_target(flag: str, path: Path) -> None:
+    """A file evoround will write must not be a folder nor sit under a file."""
+    if path.is_dir():
+        raise _fail(f"{flag} {str(path)!r}: is a folder, not a file")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise _fail(f"{flag} {str(path)!r}: {parent} is a file, not a folder")
+            return
 
 
 @app.command(rich_help_panel="Analyse")
@@ -82,10 +121,15 @@ def report(
         write_html_report,
     )
 
+    if html is not None:
+        _check_file_target("--html", html)
     try:
-        views = [load_job(p) for p in run_dirs]
+        read = api.report(run_dirs)  # the library's report: views, metrics, cost per job
     except NotAJobDir as e:
         raise _fail(str(e)) from None
+    except OSError as e:
+        raise _fail(f"{e.filename or run_dirs[0]}: cannot read: {e.strerror or e}") from None
+    views = _checked(read.views)
     opts = {"resamples": resamples, "seed": seed}
     data = build_report(views, **opts) if (as_json or figures or table) else None
     if as_json and data is not None:
@@ -95,6 +139,10 @@ def report(
         print(leaderboard_latex_or_markdown(data, table.value), end="")
     else:
         print_report(views, out, **opts)
+        for job in read.jobs:
+            if job.cost.rounds_with_usage:  # a model agent: its tokens and price (or unknown)
+                out.print(f"cost of {job.job_dir.name}: {job.cost} ({job.cost.tokens} tokens)",
+                          markup=False, highlight=False)  # fmt: skip
     log = err if (as_json or table is not None) else out
     if figures is not None and data is not None:
         try:
@@ -182,11 +230,12 @@ def compare(
 ) -> None:
     """Two jobs on the tasks both ran: the difference in MT@k, SR, Gap, CSR, ISR (and every
     other figure) with a paired bootstrap interval and p-value, and the rounds that flipped."""
-    from evoround.reports import compare_jobs, compare_tables
+    from evoround.reports import CompareError, compare_jobs, compare_tables
 
+    view_a, view_b = _load_views([run_a, run_b])
     try:
-        diff = compare_jobs(load_job(run_a), load_job(run_b), resamples=resamples, seed=seed, k=k)
-    except NotAJobDir as e:
+        diff = compare_jobs(view_a, view_b, resamples=resamples, seed=seed, k=k)
+    except CompareError as e:
         raise _fail(str(e)) from None
     if as_json:
         print(json.dumps(diff.model_dump(mode="json"), indent=2))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from datetime import datetime
@@ -11,15 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import Progress
 
+from evoround import api
+from evoround.api import RunResult
 from evoround.cli._app import (
     ImageMapOpt,
     ModeChoice,
@@ -34,10 +28,13 @@ from evoround.cli._app import (
     out,
     parse_image_map,
     parse_window,
+    setup_logging,
 )
 from evoround.cli._checks import (
     EXIT_INTERRUPTED,
+    EXIT_NOT_EVALUATED,
     ExecutorChoice,
+    OnFailChoice,
     ReasoningEffort,
     SandboxChoice,
     UsageError,
@@ -49,66 +46,17 @@ from evoround.cli._checks import (
     resume_command,
     select_tasks,
 )
-from evoround.engine import JobConfigMismatch, JobObserver, Unit, default_job_name, run_job
+from evoround.cli._live import ProgressObserver, _progress
+from evoround.engine import JobConfigMismatch, JobObserver, default_job_name
 from evoround.reports import job_json, print_report
-from evoround.results import RoundResult, load_job
-from evoround.scaffolds import MODEL_AGENTS, ModelOptions, is_model_agent, scaffold_from_name
-from evoround.tasks import Task, TaskFormatError, library_path, load_tasks
+from evoround.results import load_job
+from evoround.scaffolds import MODEL_AGENTS, ModelOptions, is_model_agent
+from evoround.tasks import Task, TaskFormatError, library_path
 from evoround.verifiers.checklist import JudgeConfig
 
 if TYPE_CHECKING:
     from evoround.engine import RunOptions
     from evoround.scaffolds.proxy import ModelProxy
-
-
-class ProgressObserver(JobObserver):
-    """A rich progress bar over rounds, with a live line on the running unit."""
-
-    def __init__(self, progress: Progress, title: str) -> None:
-        self.progress = progress
-        self.title = title
-        self.bar = progress.add_task(title, total=None)
-        self.passed = 0
-        self.failed = 0
-        self._rounds_in_unit = 0
-
-    def job_started(self, units: list[Unit], skipped: int) -> None:
-        total = sum(u.rounds for u in units)
-        done = sum(u.rounds for u in units[:skipped]) if skipped else 0
-        self.progress.update(self.bar, total=total, completed=done)
-
-    def unit_started(self, unit: Unit) -> None:
-        self._rounds_in_unit = 0
-        self._describe(unit.label)
-
-    def round_recorded(self, unit: Unit, result: RoundResult) -> None:
-        self._rounds_in_unit += 1
-        self.passed += result.passed
-        self.failed += not result.passed
-        self.progress.advance(self.bar)
-        self._describe(f"{unit.label} · round {result.round} {result.status.value}")
-
-    def unit_finished(self, unit: Unit) -> None:
-        # Fail-stop: the rounds an attempt never reached are done too.
-        self.progress.advance(self.bar, unit.rounds - self._rounds_in_unit)
-
-    def _describe(self, what: str) -> None:
-        self.progress.update(
-            self.bar,
-            description=f"{self.title} [green]{self.passed}✓[/] [red]{self.failed}✗[/] {what}",
-        )
-
-
-def _progress() -> Progress:
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    )
 
 
 def _run_one(
@@ -130,43 +78,37 @@ def _run_one(
     base_image_map: dict[str, str] | None = None,
     rounds_window: tuple[int, int | None] | None = None,
     select: Callable[[list[Task]], list[Task]] | None = None,
-) -> Path:
-    tasks = load_tasks(task_paths)
-    if not tasks:
-        raise TaskFormatError(", ".join(map(str, task_paths)), None, "no tasks found")
+) -> RunResult:
+    """The CLI's run is the library's :func:`evoround.api.run` with its options checked."""
+    tasks = api.load_tasks(task_paths)
     if select is not None:
         tasks = select(tasks)
     check_task_rules(tasks)
-    recorded = models if is_model_agent(agent) else None  # the upstream, not the proxy
-    model_proxy = _start_proxy(agent, models, job_dir) if proxy else None
-    try:
-        if model_proxy is not None and models is not None:
-            models = models.via_proxy(model_proxy.url, model_proxy.master_key)
-        scaffold = scaffold_from_name(agent, script, models)
-        digest = None
-        if script is not None:
-            digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
-        return run_job(
-            tasks,
-            scaffold,
-            job_dir=job_dir,
-            attempts=attempts,
-            modes=_modes(mode),
-            sandbox=sandbox,
-            script_digest=digest,
-            observer=observer or ProgressObserver(progress, scaffold.name),
-            judge=judge,
-            keep_snapshots=keep_snapshots,
-            options=options,
-            models=recorded,
-            proxy=model_proxy,
-            on_fail=on_fail,
-            base_image_map=base_image_map,
-            rounds_window=rounds_window,
-        )
-    finally:
-        if model_proxy is not None:  # also on Ctrl-C: no proxy outlives the run
-            model_proxy.close()
+    return api.run(
+        tasks,
+        agent=agent,
+        out=job_dir.parent,
+        job=job_dir.name,
+        attempts=attempts,
+        modes=[m.value for m in _modes(mode)],  # type: ignore[misc]
+        sandbox=sandbox,  # type: ignore[arg-type]
+        script=script,
+        model=models,
+        judge=judge,
+        options=options,
+        observer=observer or ProgressObserver(progress, agent),
+        proxy=(lambda m, d: _start_proxy(agent, m, d)) if proxy else None,
+        keep_snapshots=keep_snapshots,
+        on_fail=on_fail,  # type: ignore[arg-type]
+        base_image_map=base_image_map,
+        rounds_window=rounds_window,
+    )
+
+
+def _positive_budget(value: float | None) -> float | None:
+    if value is not None and not value > 0:  # NaN too
+        raise typer.BadParameter("a budget in USD must be > 0")
+    return value
 
 
 def _check_resume_options(
@@ -301,6 +243,20 @@ def run(
         str | None, typer.Option(help="API base URL of the judge model (e.g. a replay server).")
     ] = None,
     judge_votes: Annotated[int, typer.Option(min=1, help="Judge votes per check (majority).")] = 1,
+    judge_temperature: Annotated[
+        float | None,
+        typer.Option(min=0.0, max=2.0, help="Sampling temperature of the judge (default 0)."),
+    ] = None,
+    judge_reasoning_effort: Annotated[
+        ReasoningEffort | None, typer.Option(help="Reasoning effort of the judge model.")
+    ] = None,
+    judge_model_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Any other litellm argument with every judge call, KEY=VALUE (repeatable). "
+            "Locked in job.json like --judge-model."
+        ),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -349,13 +305,13 @@ def run(
         ExecutorChoice, typer.Option(help="local (threads) or ray (needs the ray extra).")
     ] = ExecutorChoice.local,
     on_fail: Annotated[
-        str,
+        OnFailChoice,
         typer.Option(
             help="MT after a failed round: stop (fail-stop, the paper's MT@k) | continue "
             "(EvoCode-Bench's current runner: later rounds run in the same workspace and "
             "session). Recorded in job.json."
         ),
-    ] = "stop",
+    ] = OnFailChoice.stop,
     base_image_map: ImageMapOpt = None,
     rounds: Annotated[
         str | None,
@@ -369,6 +325,27 @@ def run(
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster address (e.g. 127.0.0.1:6379).")
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            callback=lambda v: _positive_budget(v),
+            help="Budget in USD (litellm's price map): start no new round once the job's "
+            "rounds cost this much; finished rounds are kept, exit 1, resumable with a "
+            "higher budget. The model must have a price.",
+        ),
+    ] = None,
+    max_tokens_total: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Budget in tokens over the whole job (like --max-cost, in tokens)."
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the engine's log (INFO) on stderr.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="The engine's DEBUG log and tracebacks of bugs.")
+    ] = False,
 ) -> None:
     """Run an agent on tasks and print the report. Results stream to OUT/JOB/results.jsonl.
 
@@ -380,8 +357,8 @@ def run(
     from evoround.engine import RunOptions
     from evoround.scaffolds.proxy import ProxyError
 
-    if on_fail not in ("stop", "continue"):
-        raise _fail(f"--on-fail {on_fail!r}: choose stop or continue")
+    setup_logging(verbose, debug)
+    on_fail = str(getattr(on_fail, "value", on_fail))  # type: ignore[assignment]
     image_map = parse_image_map(base_image_map)
     window = parse_window(rounds)
     existing_job = retry_failed or resume
@@ -414,8 +391,20 @@ def run(
             )
     try:
         model_args = parse_model_args(temperature, reasoning_effort, model_arg or [])
+        judge_args = parse_model_args(
+            judge_temperature, judge_reasoning_effort, judge_model_arg or [], "--judge-model-arg"
+        )
     except UsageError as e:
         raise _fail(str(e)) from None
+    if existing_job is not None and judge_model:
+        recorded_judge = cfg.judge_model_args or {}
+        if not judge_args:
+            judge_args = recorded_judge  # resumed judge checks sample as the recorded ones
+        elif judge_args != recorded_judge:
+            raise _fail(
+                f"judge settings {judge_args} differ from the {recorded_judge} recorded in "
+                f"{existing_job / 'job.json'}; leave them out to resume, or start a new --job"
+            )
     if existing_job is not None and agent in MODEL_AGENTS:
         if not model_args:
             model_args = recorded_args  # resumed rounds sample as the recorded ones did
@@ -426,7 +415,8 @@ def run(
             )
     sandbox = str(getattr(sandbox, "value", sandbox))
     executor = str(getattr(executor, "value", executor))
-    given = {"model_args": model_args or None}
+    given = {"model_args": model_args or None, "max_cost": max_cost,
+             "judge_model_args": judge_args or None}  # fmt: skip
     given |= {n: (v if _given(ctx, n) else None) for n, v in
              (("judge_api_base", judge_api_base), ("judge_votes", judge_votes),
               ("max_steps", max_steps), ("ray_address", ray_address),
@@ -449,6 +439,8 @@ def run(
         max_containers=max_containers,
         max_image_builds=max_image_builds,
         max_model_connections=max_model_connections,
+        max_cost_usd=max_cost,
+        max_tokens_total=max_tokens_total,
     )
     judge = None
     if judge_model:
@@ -456,14 +448,16 @@ def run(
             model=judge_model,
             api_base=judge_api_base,
             votes=judge_votes,
+            temperature=float(judge_args.pop("temperature", 0.0)),  # type: ignore[arg-type]
+            model_args=judge_args,
             cache_dir=out_dir / ".judge-cache",
         )
     paths = tasks or [library_path()]
     job_dir = out_dir / (job_name or default_job_name(agent))
     live = LiveObserver(err, agent)
     try:
-        _run_one(
-            paths, agent, script, attempts, mode, sandbox, job_dir, _progress(), judge,
+        result = _run_one(
+            paths, agent, script, attempts, mode, sandbox, job_dir, _progress(err), judge,
             keep_snapshots, options, live,
             ModelOptions(model=model, api_base=api_base, max_steps=max_steps,
                          max_tokens=max_tokens, model_args=model_args), proxy, on_fail,
@@ -498,11 +492,28 @@ def run(
         out.print(f"job folder: {job_dir}", markup=False, highlight=False)
         html = write_html_report([view], job_dir / "report.html")
         out.print(f"report: {html}", markup=False, highlight=False)
+    if str(result.cost) != "-" and not as_json:  # in --json the figure is the "cost" key
+        out.print(f"cost: {result.cost} ({result.cost.tokens} tokens)", markup=False,
+                  highlight=False)  # fmt: skip
+    code = 0
     summary = outcome.summary()
     if summary is not None:  # the exit-code contract: "the model was down" is not a score
         code = outcome.code_at(max_error_rate)
         label = "[bold red]not evaluated:[/]" if code else "[yellow]not evaluated (allowed):[/]"
         err.print(f"{label} {escape(summary)}", highlight=False, soft_wrap=True)
+    if result.budget_stop is not None:  # partial by the user's choice: exit 1, resumable
+        again = resume_command(
+            job_dir, script=script, proxy=proxy, executor=executor, ray_address=ray_address
+        )
+        flag = "--max-cost USD" if "max-cost" in result.budget_stop else "--max-tokens-total N"
+        err.print(
+            f"[bold yellow]budget stopped the job:[/] {escape(result.budget_stop)}; finished "
+            f"rounds are kept; continue with a higher budget: {escape(again)} {flag}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        code = code or EXIT_NOT_EVALUATED
+    if code:
         raise typer.Exit(code)
 
 
@@ -530,7 +541,7 @@ def demo(
     agents = ["oracle", "nop", "scripted:regressor", "scripted:stale", "scripted:decaying"]
     job_dirs: list[Path] = []
     try:
-        with _progress() as progress:
+        with _progress(err) as progress:
             for agent in agents:
                 job_dir = out_dir / f"{stamp}__demo__{agent.replace(':', '-')}"
                 _run_one(
@@ -561,4 +572,6 @@ def demo(
               markup=False, highlight=False)  # fmt: skip
     out.print(f"report: {html}", markup=False, highlight=False)
     out.print(LEGEND, markup=False, highlight=False)
-    out.print(leaderboard_table(views))
+    board = leaderboard_table(views)
+    board.caption = "95% intervals and standard errors: evoround report <job folder>"
+    out.print(board)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,14 +15,33 @@ from rich.table import Table
 from evoround.cli._app import ImageMapOpt, _fail, app, err, out, parse_image_map
 from evoround.cli._checks import SandboxChoice, check_task_rules
 from evoround.scaffolds import BUNDLED_SCRIPTS
-from evoround.tasks import TaskFormatError, library_path, load_tasks
+from evoround.tasks import Task, TaskFormatError, library_path, load_tasks
 
 if TYPE_CHECKING:
     pass
 
 
+class ImportFormat(StrEnum):
+    """``tasks import --format`` (the importers' FORMATS; a test keeps the two equal)."""
+
+    harbor_steps = "harbor-steps"
+    harbor_multiturn = "harbor-multiturn"
+
+
 tasks_app = typer.Typer(help="Inspect, author, validate and import tasks.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
+
+
+def _load(paths: list[Path] | None) -> list[Task]:
+    """The tasks under ``paths`` (default: the library); none at all is a usage error, not
+    an empty listing that a CI lint step would take for "no warnings"."""
+    try:
+        tasks = load_tasks(paths or [library_path()])
+    except TaskFormatError as e:
+        raise _fail(str(e)) from None
+    if not tasks:
+        raise _fail("no tasks found in " + ", ".join(map(str, paths or [])))
+    return tasks
 
 
 @tasks_app.command("list")
@@ -32,10 +52,7 @@ def tasks_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the tasks as JSON.")] = False,
 ) -> None:
     """List tasks with their rounds, activity and change types."""
-    try:
-        tasks = load_tasks(paths or [library_path()])
-    except TaskFormatError as e:
-        raise _fail(str(e)) from None
+    tasks = _load(paths)
     rows = [
         {
             "name": t.name,
@@ -102,6 +119,7 @@ def tasks_validate(
         raise _fail(str(e)) from None
     if not found:
         raise _fail("no tasks found in " + ", ".join(map(str, paths)))
+    image_map = parse_image_map(base_image_map)
     reports = []
     for p in found:
         if not as_json:
@@ -111,7 +129,7 @@ def tasks_validate(
                 p,
                 sandbox=sandbox.value,
                 repeat=repeat,
-                base_image_map=parse_image_map(base_image_map),
+                base_image_map=image_map,
             )
         )
     ok = all(r.ok for r in reports)
@@ -158,8 +176,8 @@ def tasks_lint(
     missing change types, very long rounds, corrections that replace no test."""
     from evoround.tasks import lint_task
 
+    tasks = _load(paths)
     try:
-        tasks = load_tasks(paths or [library_path()])
         check_task_rules(tasks)
     except TaskFormatError as e:
         raise _fail(str(e)) from None
@@ -189,7 +207,10 @@ def tasks_schema(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise _fail(f"--out {str(output)!r}: cannot write: {e.strerror or e}") from None
         err.print(f"wrote {output}")
 
 
@@ -214,15 +235,15 @@ def tasks_import(
     source: Annotated[Path, typer.Argument(help="A Harbor task, or a folder of them.")],
     outdir: Annotated[Path, typer.Argument(help="Where to write the evoround task(s).")],
     fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="harbor-steps | harbor-multiturn (default: detect)."),
+        ImportFormat | None,
+        typer.Option("--format", help="The source's format (default: detect from its layout)."),
     ] = None,
 ) -> None:
     """Convert Harbor multi-step (\\[\\[steps]]) and harbor_multiturn (round_N/) tasks."""
     from evoround.tasks.importers import ImportError_, import_tasks
 
     try:
-        results = import_tasks(source, outdir, fmt)
+        results = import_tasks(source, outdir, fmt.value if fmt else None)
     except ImportError_ as e:
         raise _fail(str(e)) from None
     for r in results:

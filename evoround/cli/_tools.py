@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 @app.command("replay-server", rich_help_panel="Develop")
 def replay_server(
     script: Annotated[Path, typer.Argument(help="Replay script (YAML): rounds, answers, faults.")],
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 8765,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any free port).")
+    ] = 8765,
     log: Annotated[
         Path | None, typer.Option(help="Append every request received to this JSONL file.")
     ] = None,
@@ -28,10 +30,28 @@ def replay_server(
     """
     import time
 
-    from evoround.scaffolds import serve
+    from evoround.scaffolds import load_replay_script, serve
+
+    if log is not None and (log.is_dir() or not log.parent.is_dir()):
+        why = "is a folder" if log.is_dir() else f"{log.parent} is not a folder"
+        raise _fail(f"--log {str(log)!r}: {why} (give a file path for the JSONL log)")
+    from evoround.cli._checks import UsageError, check_script_size
 
     try:
-        srv = serve(script, port=port, log_path=log)
+        if script.is_file():
+            check_script_size("replay script", script)
+    except UsageError as e:
+        raise _fail(str(e)) from None
+    try:
+        loaded = load_replay_script(script)
+    except OSError as e:
+        raise _fail(f"{e.filename or script}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise _fail(f"{script}: {e}") from None
+    if not (loaded.rounds or loaded.answers or loaded.faults or loaded.default is not None):
+        raise _fail(f"{script}: an empty script (no rounds, answers, faults or default)")
+    try:
+        srv = serve(loaded, port=port, log_path=log)
     except OSError as e:
         raise _fail(f"{e.filename or script}: {e.strerror or e}") from None
     except ValueError as e:
@@ -127,35 +147,50 @@ def install_harbor(
 def config(
     as_json: Annotated[bool, typer.Option("--json", help="Print the settings as JSON.")] = False,
 ) -> None:
-    """Every EVOROUND_* setting: variable, current value, where it came from, meaning."""
+    """Every setting: its EVOROUND_* variable and config-file key, the value now, where it
+    came from (environment, which config file, or default) and what it means.
+
+    Precedence: a command-line flag > EVOROUND_* > ./evoround.toml > the user's
+    ~/.config/evoround/config.toml > default (EVOROUND_CONFIG=PATH: that file only)."""
     import json
-    import os
 
     from rich.markup import escape
     from rich.table import Table
 
-    from evoround.settings import SECRET_FIELDS, Settings, SettingsError, settings
+    from evoround.settings import (
+        NOT_IN_FILES,
+        SECRET_FIELDS,
+        Settings,
+        SettingsError,
+        config_files,
+        settings,
+        sources,
+    )
 
     try:
         current = settings()
+        where = sources()
     except SettingsError as e:
         raise _fail(str(e)) from None
     rows = []
     for name, field in Settings.model_fields.items():
-        var = f"EVOROUND_{name.upper()}"
         value = getattr(current, name)
         shown = "***" if name in SECRET_FIELDS and value else value
         rows.append({
-            "variable": var,
+            "variable": f"EVOROUND_{name.upper()}",
+            "key": None if name in NOT_IN_FILES else name,
             "value": None if shown is None else str(shown),
-            "source": "environment" if var in os.environ else "default",
+            "source": where[name],
             "description": field.description or "",
         })  # fmt: skip
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table("variable", "value", "source", "description", title="evoround settings")
+    table = Table("variable", "file key", "value", "source", "description",
+                  title="evoround settings")  # fmt: skip
     for r in rows:
-        cells = (r["variable"], r["value"] or "-", r["source"], r["description"])
+        cells = (r["variable"], r["key"] or "-", r["value"] or "-", r["source"], r["description"])
         table.add_row(*(escape(c) for c in cells))
     out.print(table)
+    files = ", ".join(f"{p}{'' if p.is_file() else ' (absent)'}" for p in config_files())
+    out.print(f"config files (later wins): {files}", markup=False, highlight=False)

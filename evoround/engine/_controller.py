@@ -26,6 +26,7 @@ separate sandbox created from the round's snapshot.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,8 +38,10 @@ from evoround.engine._retry import is_model_api_error
 from evoround.results import (
     EventType,
     Mode,
+    ModelUsage,
     RoundResult,
     RoundStatus,
+    RoundUsage,
     Timings,
     TrajectoryEvent,
     VerifierOutcome,
@@ -54,6 +57,7 @@ from evoround.scaffolds import (
     TraceStatus,
     collect_artifacts,
     prepare_round,
+    price_usage,
     round_message,
 )
 from evoround.scaffolds.proxy import ModelProxy, call_usage, fold_calls, proxy_headers, write_calls
@@ -82,6 +86,9 @@ ENDS_ATTEMPT = frozenset({RoundStatus.infra, RoundStatus.setup_error, RoundStatu
 
 Window = tuple[int, int | None]
 """``--rounds A-B``: rounds A..B (B None: to the task's last round), 1-based, inclusive."""
+
+
+log = logging.getLogger(__name__)
 
 
 def window_of(task: Task, window: Window | None) -> tuple[int, int]:
@@ -221,8 +228,13 @@ def run_round(
     # round 1 from its conversation alone; the header tells a replay server which it is.
     agent_timeout = rnd.spec.agent_timeout_sec or env.agent_timeout_sec
     inp = RoundInput(task, rnd, round_message(task, rnd), agent_timeout, art, proxy_headers(tag))
+    log.debug("%s %s-%02d round %d: agent turn (timeout %ss)", task.name, mode.value, attempt,
+              round_index, agent_timeout)  # fmt: skip
     trace, agent_status = _run_agent(session, inp)
     timings.agent_sec = time.monotonic() - t0
+    log.debug("%s %s-%02d round %d: agent done in %.1fs (%d events%s)", task.name, mode.value,
+              attempt, round_index, timings.agent_sec, len(trace.events),
+              f", {agent_status.value}" if agent_status else "")  # fmt: skip
     collect_artifacts(sandbox, [*task.config.artifacts, *rnd.spec.artifacts], art / "artifacts")
     model_usage = None
     if proxy:
@@ -234,6 +246,7 @@ def run_round(
     _write_trajectory(art / "trajectory.jsonl", trace)
 
     base["model_usage"] = model_usage
+    base["usage"] = _round_usage(ctx.scaffold.model, trace.events, model_usage)
 
     snap: Snapshot | None = None
     try:
@@ -421,3 +434,19 @@ def run_sr_round(ctx: RunContext, task: Task, attempt: int, round_index: int) ->
         finally:
             session.close()
     return result
+
+
+def _round_usage(
+    model: str | None, events: list[TrajectoryEvent], proxied: ModelUsage | None
+) -> RoundUsage | None:
+    """Tokens and USD price of the round: the proxy's count of every call when it ran,
+    else the usage the agent reported per call (priced once, now, from litellm's map)."""
+    if proxied is not None and proxied.calls:
+        usage: RoundUsage | None = RoundUsage(
+            prompt_tokens=proxied.prompt_tokens,
+            completion_tokens=proxied.completion_tokens,
+            total_tokens=proxied.total_tokens,
+        )
+    else:
+        usage = RoundUsage.from_counts([e.usage for e in events if e.usage])
+    return price_usage(model, usage)

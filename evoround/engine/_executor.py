@@ -19,6 +19,7 @@ recorded, sandboxes are closed (containers removed) and the job stays resumable.
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 import time
@@ -34,6 +35,9 @@ from evoround.engine._units import JobObserver, Unit
 from evoround.results import INFRA_STATUSES, Mode, ResultsWriter, RoundResult, RoundStatus
 from evoround.sandboxes import SandboxError
 from evoround.scaffolds import ReferenceSolutionError
+
+log = logging.getLogger(__name__)
+"""The engine's log (``evoround -v``: INFO, ``--debug``: DEBUG), to stderr through rich."""
 
 
 class JobStopping(BaseException):  # noqa: N818 - a control-flow signal, not an error
@@ -73,6 +77,10 @@ class RunOptions:
     max_containers: int | None = None
     max_image_builds: int = 1
     max_model_connections: int | None = None
+    max_cost_usd: float | None = None
+    """Budget: start no new round once the job's rounds cost this much (``--max-cost``)."""
+    max_tokens_total: int | None = None
+    """Budget: start no new round once the job's rounds used this many tokens."""
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -109,6 +117,45 @@ class Executor:
         self.aborting = threading.Event()
         self.errors: list[BaseException] = []
         self.retries = infra_retries() if options.retries is None else options.retries
+        self.spent_usd = 0.0
+        self.spent_tokens = 0
+        self.budget_reason: str | None = None
+        self.undone = 0
+        """Units a stop left unstarted or unfinished (a budget that left none stopped nothing)."""
+        for r in existing:  # a budget covers the whole job, rounds of earlier runs too
+            self._spend(r)
+        self._check_budget()
+
+    # -- budgets -----------------------------------------------------------------------
+    def _spend(self, result: RoundResult) -> None:
+        u = result.usage
+        if u is None:
+            return
+        self.spent_tokens += u.total_tokens
+        if u.cost_usd is not None:
+            self.spent_usd += u.cost_usd
+        elif u.total_tokens and self.options.max_cost_usd is not None:
+            self.budget_reason = self.budget_reason or (
+                f"--max-cost ${self.options.max_cost_usd:g} cannot be kept: round "
+                f"{result.round} of {result.task} has no known price"
+            )
+
+    def _check_budget(self) -> None:
+        """Once a budget is reached: no new unit, no new round (running rounds finish)."""
+        o = self.options
+        if self.budget_reason is None:
+            if o.max_cost_usd is not None and self.spent_usd >= o.max_cost_usd:
+                self.budget_reason = (
+                    f"--max-cost ${o.max_cost_usd:g} reached (spent ${self.spent_usd:.4f})"
+                )
+            elif o.max_tokens_total is not None and self.spent_tokens >= o.max_tokens_total:
+                self.budget_reason = (
+                    f"--max-tokens-total {o.max_tokens_total} reached "
+                    f"(used {self.spent_tokens} tokens)"
+                )
+        if self.budget_reason is not None and not self.stopping.is_set():
+            log.warning("budget: %s; starting no new round", self.budget_reason)
+            self.stopping.set()
 
     # -- the single writer ------------------------------------------------------------
     def _record(self, unit: Unit, result: RoundResult, last_try: bool) -> None:
@@ -122,7 +169,16 @@ class Executor:
             self.writer.append(result)
             self._written.add(result.key)
             self._by_attempt.setdefault(unit_key(unit), []).append(result)
+            self._spend(result)
+        log.info(
+            "%s round %d: %s (agent %.1fs, verify %.1fs%s)%s",
+            unit.label, result.round, result.status.value, result.timings.agent_sec,
+            result.timings.verify_sec,
+            f", {result.usage.total_tokens} tokens" if result.usage else "",
+            f": {result.error.splitlines()[0][:160]}" if result.error else "",
+        )  # fmt: skip
         self.observer.round_recorded(unit, result)
+        self._check_budget()
         if self.stopping.is_set() and not self._unit_complete(unit, result):
             raise JobStopping
 
@@ -161,8 +217,10 @@ class Executor:
                     self._record(unit, e.result, True)  # type: ignore[arg-type]
 
         def on_retry(exc: BaseException, n: int) -> None:
+            log.warning("%s: infra failure (try %d), retrying: %s", unit.label, n, exc)
             self.observer.unit_retry(unit, exc, n)
 
+        log.info("%s: started", unit.label)
         self.observer.unit_started(unit)
         try:
             retry_infra(one_try, retries=self.retries, on_retry=on_retry)
@@ -196,18 +254,24 @@ class Executor:
             if unit is None:
                 return
             if self.stopping.is_set():
+                with self._lock:
+                    self.undone += 1
                 continue
             try:
                 self.run_unit(unit)
             except (JobStopping, JobAborted):
-                pass
+                with self._lock:
+                    self.undone += 1
             except BaseException as e:  # a bug: keep it, stop the job, re-raise in the driver
+                log.debug("%s: unexpected error", unit.label, exc_info=True)
                 self.errors.append(e)
                 self.stopping.set()
 
     def run(self, units: list[Unit]) -> None:
         """Run ``units``; raises KeyboardInterrupt after an interrupted (but consistent) stop."""
         n = max(1, self.options.concurrency)
+        log.info("running %d units, %d at a time (%s executor)", len(units), n,
+                 self.options.executor)  # fmt: skip
         q: queue.Queue[Unit | None] = queue.Queue(maxsize=n)
         threads = [
             threading.Thread(target=self._worker, args=(q,), name=f"evoround-unit-{i}", daemon=True)
@@ -216,11 +280,14 @@ class Executor:
         for t in threads:
             t.start()
         try:
-            for unit in units:
-                while not self._put(q, unit):
+            for i, unit in enumerate(units):
+                queued = False
+                while not (queued := self._put(q, unit)):
                     if self.stopping.is_set():
                         break
                 if self.stopping.is_set():
+                    with self._lock:  # never queued: the rest (and this one if not queued)
+                        self.undone += len(units) - i - (1 if queued else 0)
                     break
             for _ in threads:
                 while not self._put(q, None):
@@ -231,6 +298,9 @@ class Executor:
             raise
         if self.errors:
             raise self.errors[0]
+        if self.budget_reason is not None and self.undone:
+            self.observer.budget_reached(f"{self.budget_reason}; {self.undone} of {len(units)} "
+                                         "attempts left unstarted or unfinished")  # fmt: skip
 
     @staticmethod
     def _put(q: queue.Queue[Unit | None], item: Unit | None) -> bool:

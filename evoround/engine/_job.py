@@ -8,9 +8,10 @@ so re-running the same job directory continues where it stopped.
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -132,6 +133,7 @@ def run_job(
         model_args=(models.model_args or None) if models else None,
         judge_api_base=judge.api_base if judge else None,
         judge_votes=judge.votes if judge else None,
+        judge_model_args=_judge_args(judge),
         on_fail=on_fail,
         base_image_map=dict(base_image_map or {}),
         base_images=bases,
@@ -161,6 +163,14 @@ def check_window(tasks: list[Task], window: tuple[int, int | None] | None) -> No
             raise ValueError(
                 f"--rounds {first}-{last or ''}: task {t.name} has {t.n_rounds} rounds"
             )
+
+
+def _judge_args(judge: JudgeConfig | None) -> dict[str, Any] | None:
+    """The judge's sampling settings as given (temperature only when not the default 0)."""
+    if judge is None or not judge.model:
+        return None
+    args = {**({"temperature": judge.temperature} if judge.temperature else {}), **judge.model_args}
+    return args or None
 
 
 class BaseImageUnavailable(ValueError):
@@ -215,6 +225,10 @@ def _execute(
     window = tuple(config.rounds_window) if config.rounds_window else None
     units = plan_units(tasks, modes, attempts, on_fail=config.on_fail, window=window)  # type: ignore[arg-type]
     todo = [u for u in units if not unit_done(u, existing)]
+    logging.getLogger(__name__).info(
+        "job %s: %d tasks, %d units (%d already done), sandbox %s",
+        job_dir, len(tasks), len(units), len(units) - len(todo), sandbox,
+    )  # fmt: skip
     observer.job_started(units, len(units) - len(todo))
     pending = {id(u) for u in todo}
     observer.job_skipped([u for u in units if id(u) not in pending])

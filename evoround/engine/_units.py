@@ -94,6 +94,10 @@ class JobObserver:
     def aborting(self) -> None:
         """Grace is over (or a second signal): sandboxes are being closed."""
 
+    def budget_reached(self, reason: str) -> None:
+        """A ``--max-cost``/``--max-tokens-total`` budget stopped the job from starting new
+        rounds; running rounds finish and are recorded, and the job stays resumable."""
+
 
 class LocalRunner:
     """Runs a unit in this process through the round controller (one worker thread each)."""

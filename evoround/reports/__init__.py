@@ -7,7 +7,7 @@ Depends on ``evoround.results`` only, never on sandboxes or agents.
 from evoround.reports._analysis import build_report
 from evoround.reports._atif import AtifTrajectory, export_atif, round_trajectory
 from evoround.reports._browser import PageResult, find_chromium, open_page
-from evoround.reports._compare import compare_jobs, compare_tables
+from evoround.reports._compare import CompareError, compare_jobs, compare_tables
 from evoround.reports._compliance import compute_compliance
 from evoround.reports._export import FORMATS as EXPORT_FORMATS
 from evoround.reports._export import ExportError, ExportResult, export_job
@@ -63,6 +63,7 @@ __all__ = [
     "write_figures",
     "PageResult",
     "build_report",
+    "CompareError",
     "compare_jobs",
     "compare_tables",
     "compliance_tables",

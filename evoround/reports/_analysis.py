@@ -20,6 +20,7 @@ from typing import Any
 
 from evoround.reports._compliance import compute_compliance
 from evoround.reports._figures import build_figures
+from evoround.reports._protocol import protocol_rows
 from evoround.reports._readers import (
     NOT_RECORDED,
     read_trajectory,
@@ -32,7 +33,7 @@ from evoround.reports._readers import (
 from evoround.reports._style import agent_colours
 from evoround.reports._text import summary_row
 from evoround.reports._uncertainty import DEFAULT_SEED, job_uncertainty
-from evoround.results import JobView, RoundResult
+from evoround.results import JobView, RoundResult, cost_of
 
 
 def _cell_code(rec: RoundResult) -> str:
@@ -40,6 +41,14 @@ def _cell_code(rec: RoundResult) -> str:
         return "ok"
     cls = rec.primary_failure_class
     return cls.value if cls else rec.status.value
+
+
+def _round_cost(rec: RoundResult) -> float | str | None:
+    """USD of the round; "unknown" when its model has no price; None without usage."""
+    if rec.usage is None:
+        return None
+    cost = usage_cost(rec.usage)
+    return cost if cost is not None else "unknown"
 
 
 def round_rows(view: JobView, *, trajectories: bool) -> list[dict[str, Any]]:
@@ -78,7 +87,7 @@ def round_rows(view: JobView, *, trajectories: bool) -> list[dict[str, Any]]:
                 # task.toml declares checks for this round (when the task dir is gone: some
                 # round of the task recorded checks); "not recorded" is shown only then
                 "tokens": round_tokens(rec, events),
-                "cost": usage_cost(getattr(rec, "usage", None)),
+                "cost": _round_cost(rec),
                 "artifacts": rec.artifacts,
                 "trajectory": events if trajectories else None,
             }
@@ -102,7 +111,7 @@ def leaderboard(
         comp = compute_compliance(view.records)
         recorded = comp.checks > 0
         tokens = [r["tokens"] for r in rr if r["tokens"] is not None]
-        costs = [r["cost"] for r in rr if r["cost"] is not None]
+        cost = cost_of(view.records)
         rows.append(
             {
                 **summary_row(view, m),
@@ -114,7 +123,14 @@ def leaderboard(
                 "ISR": comp.isr_round if recorded else NOT_RECORDED,
                 "check_errors": comp.totals.error if recorded else NOT_RECORDED,
                 "tokens": sum(tokens) if tokens else NOT_RECORDED,
-                "cost_usd": sum(costs) if costs else NOT_RECORDED,
+                # "unknown" (a model without a price), never a partial sum or 0
+                "cost_usd": (
+                    NOT_RECORDED
+                    if not cost.rounds_with_usage
+                    else cost.usd
+                    if cost.usd is not None
+                    else "unknown"
+                ),  # fmt: skip
                 "problems": view.problems,
                 "colour": colours[view.path.name],
                 "intervals": {
@@ -184,6 +200,7 @@ def build_report(
                 "job": v.path.name,
                 "path": str(v.path),
                 "config": v.config.model_dump(mode="json"),
+                "protocol": [{"what": w, "value": val} for w, val in protocol_rows(v)],
                 "uncertainty": unc[v.path.name].model_dump(mode="json"),
             }
             for v in views

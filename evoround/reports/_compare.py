@@ -63,16 +63,34 @@ class Comparison(BaseModel):
     only_in_b: list[str] = Field(default_factory=list)
 
 
+class CompareError(ValueError):
+    """Two jobs whose figures do not measure the same thing (one line, for the CLI)."""
+
+
+def _window_text(w: tuple[int, int | None] | None) -> str:
+    return "all rounds" if not w else f"rounds {w[0]}-{w[1] or 'end'}"
+
+
+def _span(view: JobView, task: str) -> range:
+    """The rounds of ``task`` the job's metrics cover (its ``--rounds`` window)."""
+    n = view.n_rounds.get(task, 0)
+    w = view.config.rounds_window
+    return range(w[0], min(w[1] or n, n) + 1) if w else range(1, n + 1)
+
+
 def _cells(view: JobView) -> dict[tuple[str, str, int, int], str]:
-    """Outcome per (task, mode, attempt, round); unreached MT rounds are 'not_run'."""
+    """Outcome per (task, mode, attempt, round) inside the job's window; unreached MT
+    rounds are 'not_run'."""
     recs: list[RoundResult] = dedupe(view.records)
     out: dict[tuple[str, str, int, int], str] = {}
     for r in recs:
+        if r.round not in _span(view, r.task):
+            continue
         cls = r.primary_failure_class
         out[r.key] = "passed" if r.passed else (cls.value if cls else r.status.value)
     attempts = {(r.task, r.attempt) for r in recs if r.mode.value == "mt"}
     for task, a in attempts:
-        for i in range(1, view.n_rounds.get(task, 0) + 1):
+        for i in _span(view, task):
             out.setdefault((task, "mt", a, i), "not_run")
     return out
 
@@ -86,7 +104,14 @@ def compare_jobs(
     k: int | None = None,
 ) -> Comparison:
     """``k`` defaults to the smaller attempt count of the two jobs, so MT@k compares like
-    with like."""
+    with like. Jobs run over different ``--rounds`` windows are refused: their figures
+    cover different rounds."""
+    wa, wb = a.config.rounds_window, b.config.rounds_window
+    if (tuple(wa) if wa else None) != (tuple(wb) if wb else None):
+        raise CompareError(
+            f"{a.path.name} covers {_window_text(wa)} but {b.path.name} covers "
+            f"{_window_text(wb)} (--rounds): compare jobs run over the same window"
+        )
     ma, mb = a.metrics(), b.metrics()
     common = sorted(set(a.n_rounds) & set(b.n_rounds))
     kk = k or min(a.config.attempts, b.config.attempts)
@@ -95,7 +120,7 @@ def compare_jobs(
     paired = paired_bootstrap(
         a.records, b.records, {t: a.n_rounds[t] for t in common},
         kk, resamples=resamples, seed=seed,
-        attempted_a=job_attempted(a), attempted_b=job_attempted(b),
+        attempted_a=job_attempted(a), attempted_b=job_attempted(b), window=wa,
     )  # fmt: skip
     summary = {}
     for key in ("mt_at_k", "sr", "gap", "comp", "mean_reward", "state_penalty"):

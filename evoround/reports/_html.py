@@ -38,7 +38,7 @@ def plotly_js() -> str:
 
 
 def _fmt(v: Any) -> str:
-    """Percentages for fractions; the literal 'not recorded' stays visible."""
+    """Percentages (two decimals) for fractions; the literal 'not recorded' stays visible."""
     if v is None:
         return "—"
     if isinstance(v, str):
@@ -46,7 +46,7 @@ def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{100 * v:.1f}"
+        return f"{100 * v:.2f}"  # two decimals, as the benchmark's JSON and the text report
     return str(v)
 
 

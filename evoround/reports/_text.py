@@ -8,13 +8,14 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from evoround.reports._compliance import ComplianceRow, compute_compliance
+from evoround.reports._protocol import protocol_rows
 from evoround.reports._uncertainty import (
     DEFAULT_SEED,
     Interval,
     JobUncertainty,
     job_uncertainty,
 )
-from evoround.results import JobView, Metrics, Mode, RoundStatus
+from evoround.results import JobView, Metrics, Mode, RoundStatus, cost_of
 
 
 def pct(x: float | None) -> str:
@@ -188,22 +189,12 @@ def job_tables(view: JobView, *, resamples: int | None = None, seed: int = DEFAU
 
 
 def protocol_table(view: JobView) -> Table:
-    """How the job ran, where it changes the numbers: fail-stop or continue, and any base
-    image substituted for a task's own (an explicit --base-image-map, or a build arg)."""
-    cfg = view.config
+    """How the job ran, where it changes the numbers (see :mod:`._protocol`)."""
     t = Table(title="Protocol", title_justify="left", show_header=False)
     t.add_column("what")
     t.add_column("value")
-    t.add_row("on failed round", "stop (fail-stop)" if cfg.on_fail == "stop" else "continue")
-    if cfg.rounds_window:
-        a, b = cfg.rounds_window
-        t.add_row(
-            "rounds (window)",
-            f"{a}-{b or 'end'} (rounds before {a} fast-forwarded from the reference; "
-            "metrics over the window)",
-        )
-    for name, image in sorted(cfg.base_images.items()):
-        t.add_row(f"base image of {name}", image)
+    for what, value in protocol_rows(view):
+        t.add_row(what, value)
     return t
 
 
@@ -261,6 +252,7 @@ def job_json(
         "job": view.path.name,
         "path": str(view.path),
         "config": view.config.model_dump(mode="json"),
+        "protocol": [{"what": w, "value": v} for w, v in protocol_rows(view)],
         "metrics": m.model_dump(mode="json"),
         "compliance": compute_compliance(view.records).model_dump(mode="json"),
         "uncertainty": job_uncertainty(view, resamples=resamples, seed=seed).model_dump(
@@ -269,7 +261,15 @@ def job_json(
         "records": len(view.records),
         "problems": view.problems,
         "integrity_violations": integrity_violations(view),
+        "cost": _cost_json(view),
     }
+
+
+def _cost_json(view: JobView) -> dict[str, Any]:
+    """USD is null when unknown (some round unpriced) or when no round reported usage."""
+    c = cost_of(view.records)
+    return {"usd": c.usd, "tokens": c.tokens, "rounds_with_usage": c.rounds_with_usage,
+            "rounds_unpriced": c.rounds_unpriced, "text": str(c)}  # fmt: skip
 
 
 def integrity_violations(view: JobView) -> list[dict[str, Any]]:

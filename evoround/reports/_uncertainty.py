@@ -374,18 +374,21 @@ def paired_bootstrap(
     seed: int = DEFAULT_SEED,
     attempted_a: Mapping[str, int] | None = None,
     attempted_b: Mapping[str, int] | None = None,
+    window: Any = None,
 ) -> PairedComparison:
-    """B - A for every figure, on the tasks of ``n_rounds`` (the tasks both jobs ran)."""
+    """B - A for every figure, on the tasks of ``n_rounds`` (the tasks both jobs ran), over
+    the rounds ``window`` both jobs ran (``--rounds``; None: all rounds)."""
     nr = dict(n_rounds)
     ra = [r for r in records_a if r.task in nr]
     rb = [r for r in records_b if r.task in nr]
     at_a = {t: n for t, n in (attempted_a or {}).items() if t in nr} if attempted_a else None
     at_b = {t: n for t, n in (attempted_b or {}).items() if t in nr} if attempted_b else None
-    pa, pb = statistic(ra, nr, k, attempted=at_a), statistic(rb, nr, k, attempted=at_b)
+    pa = statistic(ra, nr, k, attempted=at_a, window=window)
+    pb = statistic(rb, nr, k, attempted=at_b, window=window)
     diffs: dict[str, list[float]] = defaultdict(list)
     if resamples > 0 and nr:
         pools = [_Pool.of(ra, nr, at_a), _Pool.of(rb, nr, at_b)]
-        for [(xa, na, ka), (xb, nb, kb)] in _draws(sorted(nr), pools, resamples, seed):
+        for [(xa, na, ka), (xb, nb, kb)] in _draws(sorted(nr), pools, resamples, seed, window):
             sa, sb = statistic(xa, na, k, **ka), statistic(xb, nb, k, **kb)
             for name in sa.keys() & sb.keys():
                 va, vb = sa[name], sb[name]

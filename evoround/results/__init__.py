@@ -6,6 +6,7 @@ them, and none of that needs a sandbox or an agent.
 """
 
 from evoround.results._checks import CheckOutcome, CheckResult, Evidence
+from evoround.results._cost import Cost, cost_of
 from evoround.results._jobdir import JobConfig, JobView, NotAJobDir, TaskRef, load_job
 from evoround.results._metrics import Metrics, compute_metrics, dedupe
 from evoround.results._recorder import ResultsWriter, read_results
@@ -15,6 +16,7 @@ from evoround.results._records import (
     ModelUsage,
     RoundResult,
     RoundStatus,
+    RoundUsage,
     TestOutcome,
     TestResult,
     Timings,
@@ -24,6 +26,8 @@ from evoround.results._records import (
 from evoround.results._trajectory import EventType, TrajectoryEvent, truncate
 
 __all__ = [
+    "Cost",
+    "cost_of",
     "CheckOutcome",
     "CheckResult",
     "EventType",
@@ -38,6 +42,7 @@ __all__ = [
     "ResultsWriter",
     "RoundResult",
     "RoundStatus",
+    "RoundUsage",
     "TaskRef",
     "TestOutcome",
     "TestResult",

@@ -57,6 +57,9 @@ class JobConfig(BaseModel):
     model_args: dict[str, Any] | None = None
     """Sampling settings of a model-backed agent (``--temperature``, ``--reasoning-effort``,
     ``--model-arg``): they change results, so they are locked (None: none given)."""
+    judge_model_args: dict[str, Any] | None = None
+    """Sampling settings of the judge (``--judge-temperature``, ``--judge-reasoning-effort``,
+    ``--judge-model-arg``), locked like the agent's (None: the judge's defaults)."""
     agent_notes: list[str] = Field(default_factory=list)
     """What the agent's figures mean that its name does not say (e.g. a Harbor agent that
     cannot continue a session starts every round fresh); printed with the report."""

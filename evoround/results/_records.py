@@ -118,6 +118,48 @@ class ModelUsage(BaseModel):
     total_tokens: int = 0
 
 
+class RoundUsage(BaseModel):
+    """The round's model tokens and their price (without ``--proxy`` too: summed from the
+    agent's own usage reports in the trajectory)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float | None = None
+    """USD from litellm's price map at record time; None means *unknown* (the model has no
+    price there, or litellm is not installed), never free."""
+    priced_model: str | None = None
+    """The model name the price was looked up under (None when unknown)."""
+
+    @classmethod
+    def from_counts(cls, counts: list[dict[str, int]]) -> RoundUsage | None:
+        """Sum per-call usage dicts in either wire format (OpenAI ``prompt/completion``,
+        Anthropic ``input/output`` plus cache tokens); None when no call reported any."""
+        prompt = completion = total = 0
+        seen = False
+        for u in counts:
+            if not u:
+                continue
+            seen = True
+            p = u.get("prompt_tokens")
+            if p is None:
+                p = sum(
+                    u.get(k, 0)
+                    for k in (
+                        "input_tokens",
+                        "cache_creation_input_tokens",
+                        "cache_read_input_tokens",
+                    )
+                )
+            c = u.get("completion_tokens", u.get("output_tokens", 0))
+            prompt += p
+            completion += c
+            total += u.get("total_tokens", p + c)
+        if not seen:
+            return None
+        return cls(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+
 class RoundResult(BaseModel):
     """The record of one executed round. Rounds never run (after fail-stop) have none."""
 
@@ -160,6 +202,8 @@ class RoundResult(BaseModel):
     """The round's process checklist (also in the artefact dir as checks.json)."""
     model_usage: ModelUsage | None = None
     """Only with ``--proxy``: call count and token usage from the proxy's records."""
+    usage: RoundUsage | None = None
+    """Tokens and USD cost of the round's model calls; None: no call reported usage."""
     resumed_from: int | None = None
     """Lineage of a resumed MT attempt: the round whose snapshot and saved agent session this
     round continued from (the process that ran that round had died); None otherwise."""

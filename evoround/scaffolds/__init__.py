@@ -23,6 +23,7 @@ from evoround.scaffolds._builtin import (
     scaffold_from_name,
 )
 from evoround.scaffolds._claude_code import SANDBOX_BIN_DIR, ClaudeCodeScaffold, bundled_claude
+from evoround.scaffolds._pricing import has_price, price_usage
 from evoround.scaffolds._reference import (
     ReferenceSolutionError,
     RoundSetupError,
@@ -31,9 +32,11 @@ from evoround.scaffolds._reference import (
     reference_apply,
     solution_env,
 )
-from evoround.scaffolds._replay_server import conversation_position, serve
+from evoround.scaffolds._replay_server import conversation_position, load_replay_script, serve
 
 __all__ = [
+    "has_price",
+    "price_usage",
     "AgentSession",
     "BUNDLED_SCRIPTS",
     "ClaudeCodeScaffold",
@@ -61,5 +64,6 @@ __all__ = [
     "solution_env",
     "round_message",
     "scaffold_from_name",
+    "load_replay_script",
     "serve",
 ]

@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evoround.results import EventType, TrajectoryEvent, truncate
 from evoround.sandboxes import Sandbox
@@ -88,7 +95,7 @@ class Step(BaseModel):
     run: str | None = None
     write: dict[str, str] | None = None
     say: str | None = None
-    timeout: float | None = None
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -114,6 +121,15 @@ class Step(BaseModel):
 RoundSteps = dict[str, list[Step]]
 
 
+def _check_round_keys(table: RoundSteps) -> RoundSteps:
+    """A round key is a round number (``3`` or ``"03"``) or ``"*"``: any other key would
+    match no round, and the agent would silently do nothing there."""
+    for key in table:
+        if key != "*" and not (key.isdigit() and int(key) >= 1):
+            raise ValueError(f"round key {key!r} is not a round number (1, 2, ...) or '*'")
+    return table
+
+
 class Script(BaseModel):
     """A scripted agent: per task (or ``default``), per round (or ``"*"``), a list of steps."""
 
@@ -122,6 +138,18 @@ class Script(BaseModel):
     description: str = ""
     default: RoundSteps = Field(default_factory=dict)
     tasks: dict[str, RoundSteps] = Field(default_factory=dict)
+
+    @field_validator("default")
+    @classmethod
+    def _round_keys(cls, v: RoundSteps) -> RoundSteps:
+        return _check_round_keys(v)
+
+    @field_validator("tasks")
+    @classmethod
+    def _task_round_keys(cls, v: dict[str, RoundSteps]) -> dict[str, RoundSteps]:
+        for steps in v.values():
+            _check_round_keys(steps)
+        return v
 
     def steps_for(self, task: str, round_index: int) -> list[Step]:
         table = self.tasks.get(task, self.default)
@@ -245,10 +273,10 @@ def scaffold_from_name(
         path = BUNDLED_SCRIPTS / f"{name}.yaml"
         if not path.is_file():
             known = ", ".join(sorted(p.stem for p in BUNDLED_SCRIPTS.glob("*.yaml")))
-            raise ValueError(f"no bundled script {name!r} (known: {known})")
+            raise ValueError(f"--agent {agent}: no bundled script {name!r} (known: {known})")
         return ScriptedScaffold(load_script(path))
     raise ValueError(
-        f"unknown agent {agent!r}: use oracle, nop, scripted, scripted:NAME, "
+        f"unknown agent {agent!r} (--agent): use oracle, nop, scripted, scripted:NAME, "
         + ", ".join(MODEL_AGENTS)
         + ", harbor:NAME or harbor:module:Class"
     )

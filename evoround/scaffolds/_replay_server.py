@@ -62,6 +62,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evoround.tasks import describe_error, known_keys, unknown_key_message
+
 
 class Fault(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -150,9 +152,14 @@ def load_replay_script(src: ReplayScript | dict[str, Any] | str | Path) -> Repla
     try:
         return ReplayScript.model_validate(raw)
     except ValidationError as e:
-        err = e.errors()[0]
+        err = sorted(e.errors(), key=lambda x: x["type"] != "extra_forbidden")[0]
+        if err["type"] == "extra_forbidden":
+            where = ".".join(str(x) for x in err["loc"][:-1])
+            known = known_keys(ReplayScript, err["loc"][:-1])
+            msg = unknown_key_message(str(err["loc"][-1]), known)
+            raise ValueError(f"{where + ': ' if where else ''}{msg}") from None
         loc = ".".join(str(x) for x in err["loc"])
-        raise ValueError(f"{loc}: {err['msg']}") from None
+        raise ValueError(f"{loc}: {describe_error(err)}") from None
 
 
 @dataclass

@@ -7,6 +7,7 @@ can fix it without reading a traceback.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tomllib
 from collections.abc import Iterable
@@ -16,8 +17,11 @@ from pydantic import ValidationError
 
 from evoround.tasks._errors import describe_error, known_keys, unknown_key_message
 from evoround.tasks._model import Round, RoundSpec, Task, TaskFile
+from evoround.tasks._overlay import is_test_module
 
 ROUND_DIR = re.compile(r"^\d{2}$")
+MAX_TEXT_BYTES = 1_000_000
+"""Largest task.toml or instruction.md: more is a wrong file, not a task to parse."""
 
 
 class TaskFormatError(ValueError):
@@ -68,6 +72,12 @@ def read_text_file(path: Path, what: str = "") -> str:
     directory where a file belongs or a missing read permission is reported as such.
     """
     try:
+        size = path.stat().st_size
+        if size > MAX_TEXT_BYTES and path.is_file():
+            raise TaskFormatError(
+                path, None, f"is {size / 1e6:.1f} MB: a task's text file is at most "
+                f"{MAX_TEXT_BYTES / 1e6:.0f} MB (is it the right file?)"
+            )  # fmt: skip
         data = path.read_bytes()
     except FileNotFoundError:
         raise TaskFormatError(path, None, f"missing {what or path.name}") from None
@@ -75,8 +85,24 @@ def read_text_file(path: Path, what: str = "") -> str:
         raise TaskFormatError(path, None, "is a directory, not a file") from None
     except OSError as e:
         raise TaskFormatError(path, None, f"cannot read: {e.strerror or e}") from None
+    return decode_text(path, data)
+
+
+def decode_text(path: Path | str, data: bytes) -> str:
+    """UTF-8 text without a byte-order mark or NUL bytes, or one TaskFormatError.
+
+    A BOM is what some Windows editors put first; TOML parsers then report "invalid
+    statement at line 1" and an instruction would start with an invisible character,
+    so it is named for what it is. A NUL byte means a binary file.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise TaskFormatError(
+            path, None, "starts with a UTF-8 byte-order mark (BOM): save it as UTF-8 without BOM"
+        )
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise TaskFormatError(path, None, "is UTF-16 text, not UTF-8 (save the file as UTF-8)")
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise TaskFormatError(
@@ -84,6 +110,10 @@ def read_text_file(path: Path, what: str = "") -> str:
             None,
             f"not UTF-8 text: byte 0x{data[e.start]:02x} on line {line} (save the file as UTF-8)",
         ) from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise TaskFormatError(path, None, f"a NUL byte on line {line}: a binary file, not text")
+    return text
 
 
 def _parse_task_file(path: Path) -> TaskFile:
@@ -141,6 +171,7 @@ def _check_round(
     spec: RoundSpec,
     earlier: set[str],
     needs_solution: bool = True,
+    pytest_suite: bool = False,
 ) -> Round:
     instruction_path = d / "instruction.md"
     if not instruction_path.is_file():
@@ -158,8 +189,19 @@ def _check_round(
                 f"rounds[{index}].retires[{n}]",
                 f"{rel!r} names no test file active before round {index}",
             )
+    if (d / "tests").exists() and not (d / "tests").is_dir():
+        raise TaskFormatError(d / "tests", None, "is a file: a round's tests/ is a folder")
     tests = tuple(_files_under(d / "tests"))
+    if pytest_suite:
+        _check_collected(d, tests)
     return Round(index=index, dir=d, instruction=instruction, spec=spec, test_files=tests)
+
+
+def _collects_by_name(cfg: TaskFile) -> bool:
+    """Pytest suites that keep pytest's default file names (no ``python_files`` override)."""
+    return cfg.verifier.kind == "pytest" and not any(
+        "python_files" in a for a in cfg.verifier.pytest_args
+    )
 
 
 def load_task(path: Path | str) -> Task:
@@ -173,12 +215,67 @@ def load_task(path: Path | str) -> Task:
         raise TaskFormatError(where, None, f"cannot read: {e.strerror or e}") from None
 
 
+def _check_links(root: Path) -> None:
+    """No symlink may lead out of the task folder (or nowhere).
+
+    Task files are hashed, copied into sandboxes and shown to agents: a link to
+    ``/etc`` or to the author's home would carry host files into every attempt.
+    """
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if not p.is_symlink():
+                continue
+            rel = p.relative_to(root).as_posix()
+            target = os.readlink(p)
+            if not p.exists():
+                raise TaskFormatError(p, None, f"symlink to {target!r} leads nowhere")
+            if not p.resolve().is_relative_to(root):
+                raise TaskFormatError(
+                    p, None, f"symlink to {target!r} leaves the task folder (copy the file "
+                    f"into {rel.rsplit('/', 1)[0] if '/' in rel else 'the task'} instead)"
+                )  # fmt: skip
+
+
+def _check_ids(task_toml: Path, cfg: TaskFile) -> None:
+    """Check ids key results and reports: two checks of one list with one id would merge."""
+    groups = [("checks", cfg.checks)]
+    groups += [(f"rounds[{i}].checks", r.checks) for i, r in enumerate(cfg.rounds, start=1)]
+    for where, checks in groups:
+        seen: dict[str, int] = {}
+        for n, c in enumerate(checks, start=1):
+            if c.id in seen:
+                raise TaskFormatError(
+                    task_toml,
+                    f"{where}[{n}].id",
+                    f"{c.id!r} is a duplicate of {where}[{seen[c.id]}]",
+                )
+            seen[c.id] = n
+
+
+def _check_collected(d: Path, tests: tuple[str, ...]) -> None:
+    """A round whose new Python test files pytest never collects verifies nothing: the
+    oracle would "pass" it. Support modules (conftest.py, __init__.py) and data are fine."""
+    modules = [p for p in tests if p.endswith(".py")]
+    if any(is_test_module(p) for p in modules):
+        return
+    ignored = [p for p in modules if p.rsplit("/", 1)[-1] not in ("conftest.py", "__init__.py")]
+    if ignored or (tests and d.name == "01"):  # round 1 must bring a test pytest runs
+        names = ", ".join((ignored or list(tests))[:5])
+        raise TaskFormatError(
+            d / "tests", None, f"pytest collects none of the round's new test files ({names}): "
+            "name them test_*.py or *_test.py"
+        )  # fmt: skip
+
+
 def _load_task(path: Path | str) -> Task:
     root = Path(path).resolve()
     if not root.is_dir():
         raise TaskFormatError(root, None, "not a directory")
+    _check_links(root)
     task_toml = root / "task.toml"
     cfg = _parse_task_file(task_toml)
+    _check_ids(task_toml, cfg)
     dirs = _round_dirs(root)
     if cfg.rounds and len(cfg.rounds) != len(dirs):
         raise TaskFormatError(
@@ -190,7 +287,8 @@ def _load_task(path: Path | str) -> Task:
     rounds: list[Round] = []
     active: set[str] = set()
     for i, (d, spec) in enumerate(zip(dirs, specs, strict=True), start=1):
-        r = _check_round(task_toml, d, i, spec, active, cfg.verifier.kind != "none")
+        r = _check_round(task_toml, d, i, spec, active, cfg.verifier.kind != "none",
+                         _collects_by_name(cfg))  # fmt: skip
         rounds.append(r)
         active -= set(spec.retires)
         active |= set(r.test_files)

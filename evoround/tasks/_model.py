@@ -55,6 +55,31 @@ class CheckScope(StrEnum):
     task = "task"
 
 
+MAX_SEC = 7 * 24 * 3600.0
+"""Longest timeout a task may ask for (a week)."""
+MAX_CPUS = 1024.0
+MAX_MB = 1024 * 1024
+"""1 TiB, in MB: the most memory or workspace a task may ask for."""
+MAX_PIDS = 4_194_304
+MAX_FILES = 10_000_000
+
+
+def no_parent_parts(paths: list[str]) -> list[str]:
+    """Artifact paths (in the sandbox): absolute or relative to the workdir, never ``..``."""
+    for p in paths:
+        if ".." in p.replace("\\", "/").split("/"):
+            raise ValueError(f"artifact {p!r}: a path with '..' could leave the sandbox")
+    return paths
+
+
+def inside_task(rel: str) -> str:
+    """A path the task gives relative to its own folder, refused if it could leave it."""
+    parts = rel.replace("\\", "/").split("/")
+    if rel.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", rel) or ".." in parts:
+        raise ValueError("must be a relative path inside the task folder (no '..', not absolute)")
+    return rel
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -73,7 +98,8 @@ class CheckSpec(_Strict):
 
 
 class TaskMeta(_Strict):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100)
+    """Also a folder name in every job: short enough for any file system."""
     description: str = ""
     activity: Activity
     style: Style = Style.contractual
@@ -96,16 +122,20 @@ class EnvironmentSpec(_Strict):
     """Environment variables of every command in the sandbox (Harbor's ``[environment.env]``);
     ``${VAR}`` and ``${VAR:-default}`` are resolved from the host (see
     :func:`resolve_host_env`)."""
-    cpus: float = Field(default=1.0, gt=0, strict=True)
-    memory_mb: int = Field(default=2048, gt=0, strict=True)
-    pids: int = Field(default=512, gt=0, strict=True)
+    # Upper bounds too: a timeout of 1e300 s overflows the waits that use it, and 10**17 MB
+    # is a typo that would only surface as a container that does not start.
+    cpus: float = Field(default=1.0, gt=0, le=MAX_CPUS, strict=True, allow_inf_nan=False)
+    memory_mb: int = Field(default=2048, gt=0, le=MAX_MB, strict=True)
+    pids: int = Field(default=512, gt=0, le=MAX_PIDS, strict=True)
     network: StrictBool = False
-    agent_timeout_sec: float = Field(default=900.0, gt=0, strict=True)
-    verifier_timeout_sec: float = Field(default=180.0, gt=0, strict=True)
-    max_workspace_mb: int = Field(default=512, gt=0, strict=True)
+    agent_timeout_sec: float = Field(default=900.0, gt=0, le=MAX_SEC, strict=True,
+                                     allow_inf_nan=False)  # fmt: skip
+    verifier_timeout_sec: float = Field(default=180.0, gt=0, le=MAX_SEC, strict=True,
+                                        allow_inf_nan=False)  # fmt: skip
+    max_workspace_mb: int = Field(default=512, gt=0, le=MAX_MB, strict=True)
     """Largest total file size of the workspace at a round boundary; more fails the round
     (the agent's failure) before the harness copies or hashes it."""
-    max_workspace_files: int = Field(default=20_000, gt=0, strict=True)
+    max_workspace_files: int = Field(default=20_000, gt=0, le=MAX_FILES, strict=True)
     """Most files (and links, empty dirs) in the workspace at a round boundary."""
 
     @field_validator("workdir")
@@ -114,6 +144,11 @@ class EnvironmentSpec(_Strict):
         if not v.startswith("/"):
             raise ValueError("must be an absolute path inside the sandbox, e.g. /workspace")
         return v
+
+    @field_validator("dockerfile")
+    @classmethod
+    def _dockerfile_inside(cls, v: str | None) -> str | None:
+        return None if v is None else inside_task(v)
 
 
 class VerifierSpec(_Strict):
@@ -131,6 +166,12 @@ class VerifierSpec(_Strict):
     pytest_args: list[str] = Field(default_factory=list)
     script: str = Field(default="test.sh", min_length=1)
     """For ``kind = "script"``: the entry point, relative to the suite root."""
+
+    @field_validator("script")
+    @classmethod
+    def _script_inside(cls, v: str) -> str:
+        return inside_task(v)
+
     min_reward: float | dict[str, float] = 0.999
     """Script verifiers: a round passes when its reward is at least this (EvoCode-Bench's
     0.999); a table maps reward.json keys to thresholds, all of which must be met."""
@@ -149,11 +190,11 @@ class HealthcheckSpec(_Strict):
     failures (each bounded by ``timeout_sec``) fail the round's set-up."""
 
     command: str = Field(min_length=1)
-    interval_sec: float = Field(default=5.0, ge=0)
-    timeout_sec: float = Field(default=30.0, gt=0)
-    start_period_sec: float = Field(default=0.0, ge=0)
-    start_interval_sec: float = Field(default=5.0, ge=0)
-    retries: int = Field(default=3, ge=1)
+    interval_sec: float = Field(default=5.0, ge=0, le=MAX_SEC, allow_inf_nan=False)
+    timeout_sec: float = Field(default=30.0, gt=0, le=MAX_SEC, allow_inf_nan=False)
+    start_period_sec: float = Field(default=0.0, ge=0, le=MAX_SEC, allow_inf_nan=False)
+    start_interval_sec: float = Field(default=5.0, ge=0, le=MAX_SEC, allow_inf_nan=False)
+    retries: int = Field(default=3, ge=1, le=10_000)
 
 
 class RoundSpec(_Strict):
@@ -166,13 +207,18 @@ class RoundSpec(_Strict):
     checks: list[CheckSpec] = Field(default_factory=list)
     min_reward: float | dict[str, float] | None = None
     """Overrides ``[verifier].min_reward`` for this round."""
-    agent_timeout_sec: float | None = Field(default=None, gt=0)
-    verifier_timeout_sec: float | None = Field(default=None, gt=0)
+    agent_timeout_sec: float | None = Field(default=None, gt=0, le=MAX_SEC, allow_inf_nan=False)
+    verifier_timeout_sec: float | None = Field(default=None, gt=0, le=MAX_SEC, allow_inf_nan=False)
     verifier_env: dict[str, str] = Field(default_factory=dict)
     """Extra environment of this round's verification only (Harbor's ``[steps.verifier.env]``)."""
     healthcheck: HealthcheckSpec | None = None
     artifacts: list[str] = Field(default_factory=list)
     """Sandbox paths copied into the round's artefact dir after the agent's turn."""
+
+    @field_validator("artifacts")
+    @classmethod
+    def _artifacts(cls, v: list[str]) -> list[str]:
+        return no_parent_parts(v)
 
 
 class SolutionSpec(_Strict):
@@ -190,6 +236,12 @@ class TaskFile(_Strict):
     solution: SolutionSpec = Field(default_factory=SolutionSpec)
     artifacts: list[str] = Field(default_factory=list)
     """Sandbox paths copied into every round's artefact dir after the agent's turn."""
+
+    @field_validator("artifacts")
+    @classmethod
+    def _artifacts(cls, v: list[str]) -> list[str]:
+        return no_parent_parts(v)
+
     checks: list[CheckSpec] = Field(default_factory=list)
     rounds: list[RoundSpec] = Field(default_factory=list)
 

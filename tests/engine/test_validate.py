@@ -127,8 +127,10 @@ def test_round_whose_new_tests_collect_nothing_fails(make_task: Callable[..., Pa
     report = validate_task(task, repeat=1)
     assert not report.ok
     bad = failures(report)
-    assert [(c, r) for c, r, _ in bad] == [("discriminative", 2)], bad
-    assert "check_r2.py" in bad[0][2] and "collect nothing" in bad[0][2]
+    # the loader refuses it already (run and lint too), before any check runs
+    assert [(c, r) for c, r, _ in bad] == [("schema", None)], bad
+    assert "rounds/02/tests" in bad[0][2] and "check_r2.py" in bad[0][2]
+    assert "pytest collects none" in bad[0][2]
 
 
 def test_test_module_without_test_cases_fails(make_task: Callable[..., Path]):

@@ -36,3 +36,36 @@ def test_compare_finds_the_flipped_rounds(tmp_path: Path):
     assert len(json.loads(res.stdout)["flips"]) == 2
     res = CliRunner().invoke(app, ["compare", str(a.path), str(b.path)], env={"COLUMNS": "200"})
     assert res.exit_code == 0 and "Flipped rounds (2)" in res.output
+
+
+def _windowed(tmp_path: Path, name: str, recs, window) -> Path:
+    from tests.reports.test_export import make_job
+
+    job = make_job(tmp_path, name, recs, {"t": 3}, 1, "continue")
+    cfg = json.loads((job / "job.json").read_text())
+    cfg["rounds_window"] = window
+    (job / "job.json").write_text(json.dumps(cfg))
+    return job
+
+
+def test_compare_honours_the_rounds_window_and_refuses_different_ones(tmp_path: Path):
+    import pytest
+
+    from evoround.reports import CompareError
+    from evoround.results import load_job
+    from tests.reports.test_export import rec
+
+    # Both jobs ran rounds 2-3 only (round 1 fast-forwarded); A fails 2, B fails 3.
+    a = _windowed(tmp_path, "a", [rec("t", 1, 2, False, 3), rec("t", 1, 3, True, 3)], [2, 3])
+    b = _windowed(tmp_path, "b", [rec("t", 1, 2, True, 3), rec("t", 1, 3, False, 3)], [2, 3])
+    c = compare_jobs(load_job(a), load_job(b), resamples=0)
+    # Round 1 lies outside the window: never a "not_run" flip, never in the figures.
+    assert sorted((f.round, f.direction) for f in c.flips) == [(2, "fixed"), (3, "broken")]
+    assert c.paired.figures["MT@k"].a == pytest.approx(0.5)  # 1 of the window's 2 rounds
+    assert c.paired.figures["MT@k"].b == pytest.approx(0.5)
+    whole = _windowed(tmp_path, "whole", [rec("t", 1, 1, True, 3)], None)
+    with pytest.raises(CompareError, match="a covers rounds 2-3 but whole covers all rounds"):
+        compare_jobs(load_job(a), load_job(whole))
+    res = CliRunner().invoke(app, ["compare", str(a), str(whole)])
+    assert res.exit_code == 2 and "same window" in res.output
+    assert "Traceback" not in res.output

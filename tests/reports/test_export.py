@@ -247,7 +247,9 @@ def test_legacy_compute_metrics_on_the_export_equals_the_report(tmp_path: Path, 
     assert theirs["completion_rate"] == pytest.approx(100 * ours.comp, abs=1e-9)
     assert theirs["evaluated_tasks"] == ours.evaluated
     items = json.loads(next(out.rglob("multiround_results.json")).read_text())
-    assert set(items[0]) == {"round", "change_type", "change_types", "reward", "status"}
+    assert set(items[0]) == {
+        "round", "change_type", "change_types", "reward", "verifier_reward", "status",
+    }  # fmt: skip
 
 
 def test_export_layout_and_refusals(tmp_path: Path):
@@ -306,3 +308,180 @@ def test_an_attempt_that_left_no_record_counts_zero(tmp_path: Path):
     assert before.mean_reward == pytest.approx((4 / 9 + 1 / 3) / 2)
     assert after.mean_reward == pytest.approx((1 / 3 + 1 / 3) / 2)
     assert after.mt_at_k == before.mt_at_k  # the first k=3 attempts are the recorded ones
+
+
+def test_an_attempt_that_left_no_record_is_an_empty_trial_in_the_export(tmp_path: Path):
+    n_rounds, recs, attempts, on_fail = FAIL_STOP
+    job = make_job(tmp_path, "hand", recs, n_rounds, attempts, on_fail)
+    for a in (1, 2, 3, 4):  # alpha's attempt 4 was started and recorded nothing
+        (job / "alpha" / f"mt-{a:02d}").mkdir(parents=True)
+    view = load_job(job)
+    out = tmp_path / "export"
+    res = export_job(view, "evocodebench", out)
+    empty = out / "alpha" / "harbor_jobs" / res.bucket / "hand" / "attempt-004"
+    assert (empty / "result.json").is_file() and not any((empty / "steps").iterdir())
+    theirs = ecb_current(out, out, model=res.bucket)
+    # alpha: 1/3, 3/3, 0, 0 -> 1/3; beta 1/3 (hand-computed; was (4/9 + 1/3) / 2 before)
+    assert view.metrics().mean_reward == pytest.approx(1 / 3)
+    assert theirs["mean_reward"] == pytest.approx(100 / 3, abs=1e-9)
+    legacy = tmp_path / "legacy"
+    export_job(view, "harbor-multiturn", legacy)
+    assert ecb_legacy(legacy, legacy)["evaluated_tasks"] == 2
+
+
+def test_first_k_attempts_export_gives_mt_at_1(tmp_path: Path):
+    n_rounds, recs, attempts, on_fail = FAIL_STOP
+    view = load_job(make_job(tmp_path, "hand", recs, n_rounds, attempts, on_fail))
+    out = tmp_path / "k1"
+    res = export_job(view, "evocodebench", out, attempts=1)
+    assert res.trials == 2  # alpha and beta, attempt 1 each; gamma never attempted
+    theirs = ecb_current(out, out, model=res.bucket)
+    # MT@1: alpha a1 passed r1 of 3, beta a1 r1 of 2, gamma 0 -> (1/3 + 1/2) / 3 = 5/18
+    assert view.metrics(k=1).mt_at_k == pytest.approx(5 / 18)
+    assert theirs["mt_at_k"] == pytest.approx(100 * 5 / 18, abs=1e-9)
+    with pytest.raises(ExportError, match="--attempts 0"):
+        export_job(view, "evocodebench", tmp_path / "k0", attempts=0)
+
+
+SR_SET = (
+    {"p": 3, "q": 2, "r": 4},
+    [
+        rec("p", 1, 1, True, 3),
+        rec("p", 1, 2, False, 3),
+        rec("q", 1, 1, False, 2),
+        *(
+            r.model_copy(update={"mode": Mode.sr})
+            for r in (
+                rec("p", 1, 1, True, 3),
+                rec("p", 1, 2, True, 3),
+                rec("p", 1, 3, False, 3),
+                rec("p", 2, 3, True, 3),
+                rec("q", 1, 1, True, 2),
+                rec("q", 1, 2, True, 2),
+                rec("r", 1, 1, True, 4),
+                rec("r", 1, 2, False, 4),
+            )
+        ),
+    ],
+    2,
+    "stop",
+)
+
+
+def test_sr_records_go_to_a_tree_of_their_own(tmp_path: Path):
+    n_rounds, recs, attempts, on_fail = SR_SET
+    job = make_job(tmp_path, "hand", recs, n_rounds, attempts, on_fail)
+    cfg = json.loads((job / "job.json").read_text())
+    (job / "job.json").write_text(json.dumps({**cfg, "modes": ["mt", "sr"]}))
+    view = load_job(job)
+    m = view.metrics()
+    # SR macro: p 3/3, q 2/2, r 1/4 (rounds 3, 4 never run) -> 3/4; MT@2: p 1/3, q 0, r 0
+    assert (m.sr, m.mt_at_k) == pytest.approx((0.75, 1 / 9))
+    out = tmp_path / "export"
+    res = export_job(view, "evocodebench", out)
+    assert res.sr_trials == 8 and "evoround_sr" in res.sr_command
+    sr = out / "evoround_sr"
+    assert ecb_current(sr, sr, model=res.bucket)["mt_at_k"] == pytest.approx(75.0, abs=1e-9)
+    # The MT scoring of OUT is not disturbed, with or without --model.
+    mt_only = tmp_path / "mt-only"
+    export_job(
+        load_job(make_job(tmp_path, "mt", recs[:3], *SR_SET[0:1], 2, "stop")),
+        "evocodebench",
+        mt_only,
+    )
+    for model in (res.bucket, None):
+        assert ecb_current(out, out, model=model) == ecb_current(mt_only, mt_only, model=model)
+    assert ecb_current(out, out)["mt_at_k"] == pytest.approx(100 / 9, abs=1e-9)
+    assert "SR" in (sr / "README.md").read_text()
+    legacy = tmp_path / "legacy"
+    res = export_job(view, "harbor-multiturn", legacy)
+    assert res.sr_trials == 8
+    assert ecb_legacy(legacy / "evoround_sr", legacy / "evoround_sr")["mt_score"] == pytest.approx(
+        75.0
+    )
+    assert ecb_legacy(legacy, legacy)["mt_score"] == pytest.approx(100 / 9)
+
+
+def test_legacy_export_writes_the_binary_verdict_as_reward(tmp_path: Path):
+    # A failed round with a fractional reward: the legacy script takes the raw max, so
+    # writing 0.5 would score MT 3/4 where evoround (and the paper's binary r) give 1/2.
+    recs = [rec("a", 1, 1, True, 2), rec("a", 1, 2, False, 2, reward=0.5)]
+    view = load_job(make_job(tmp_path, "hand", recs, {"a": 2}, 1, "stop"))
+    out = tmp_path / "legacy"
+    export_job(view, "harbor-multiturn", out)
+    assert view.metrics().mt_at_k == pytest.approx(0.5)
+    assert ecb_legacy(out, out)["mt_score"] == pytest.approx(50.0, abs=1e-9)
+    items = json.loads(next(out.rglob("multiround_results.json")).read_text())
+    assert [(x["reward"], x["verifier_reward"]) for x in items] == [(1.0, 1.0), (0.0, 0.5)]
+
+
+def leaderboard_case_score(out: Path, bucket: str) -> float:
+    """The leaderboard's case score (evaluation/viz/leaderboard.py), re-implemented: per
+    task, one run; per round CASE_SUMMARY success/total from test-stdout.txt (0 when
+    missing or total 0); mean over rounds 1..N; mean over tasks; x100."""
+    import re
+
+    per_task = []
+    for task in sorted(p for p in out.iterdir() if (p / "steps").is_dir()):
+        names = [s["name"] for s in tomllib.loads((task / "task.toml").read_text())["steps"]]
+        runs = (
+            sorted((task / "harbor_jobs" / bucket).glob("*"))
+            if (task / "harbor_jobs").is_dir()
+            else []
+        )
+        ratios = []
+        for name in names:
+            found = list(runs[-1].glob(f"**/steps/{name}/verifier/test-stdout.txt")) if runs else []
+            m = found and re.search(
+                r"CASE_SUMMARY total_cases=(\d+) success_count=(\d+) fail_count=(\d+)",
+                found[0].read_text(),
+            )
+            ratios.append(int(m.group(2)) / int(m.group(1)) if m and int(m.group(1)) else 0.0)
+        per_task.append(100 * statistics.mean(ratios))
+    return statistics.mean(per_task)
+
+
+def test_case_score_read_from_the_export_equals_the_report(tmp_path: Path):
+    # Continue mode, one attempt: t1 passes 4/4, fails 1/4, passes 6/6 after the failure;
+    # t2 is a build failure (0 cases) then 2/3 with reward 1; t3 never attempted.
+    recs = [
+        rec("t1", 1, 1, True, 3, cases=(4, 4)),
+        rec("t1", 1, 2, False, 3, cases=(1, 4)),
+        rec("t1", 1, 3, True, 3, cases=(6, 6)),
+        rec("t2", 1, 1, False, 2, cases=(0, 0)),
+        rec("t2", 1, 2, True, 2, cases=(2, 3)),
+    ]
+    view = load_job(make_job(tmp_path, "hand", recs, {"t1": 3, "t2": 2, "t3": 2}, 1, "continue"))
+    m = view.metrics()
+    # t1 (1 + 1/4 + 1)/3 = 3/4; t2 (0 + 2/3)/2 = 1/3; t3 0 -> (3/4 + 1/3)/3 = 13/36
+    assert m.case_score_mt == pytest.approx(13 / 36)
+    out = tmp_path / "export"
+    res = export_job(view, "evocodebench", out)
+    assert leaderboard_case_score(out, res.bucket) == pytest.approx(100 * 13 / 36, abs=1e-9)
+    # and the other figures of the same set: MT@1 (2/3 + 1/2)/3, Comp 2/3, perfect 0
+    theirs = ecb_current(out, out, model=res.bucket)
+    assert theirs["mt_at_k"] == pytest.approx(100 * (2 / 3 + 1 / 2) / 3, abs=1e-9)
+    assert (theirs["completion_rate"], theirs["perfect_task_rate"]) == pytest.approx((200 / 3, 0))
+
+
+def test_cli_export_attempts_and_sr_command(tmp_path: Path):
+    n_rounds, recs, attempts, on_fail = SR_SET
+    job = make_job(tmp_path, "hand", recs, n_rounds, attempts, on_fail)
+    cfg = json.loads((job / "job.json").read_text())
+    (job / "job.json").write_text(json.dumps({**cfg, "modes": ["mt", "sr"]}))
+    out = tmp_path / "export"
+    res = CliRunner().invoke(app, ["export", str(job), str(out), "--attempts", "1"])
+    assert res.exit_code == 0, res.output
+    assert "score SR (7 trial(s)) with:" in res.output  # attempt 2 of p's SR left out
+    assert "evoround_sr" in res.output
+    bad = CliRunner().invoke(app, ["export", str(job), str(tmp_path / "x"), "--attempts", "0"])
+    assert bad.exit_code == 2 and "--attempts" in bad.output
+
+
+def test_a_task_named_like_another_tasks_sr_folder_is_refused(tmp_path: Path):
+    recs = [rec("foo", 1, 1, True, 1), rec("sr.foo", 1, 1, True, 1)]
+    job = make_job(tmp_path, "hand", recs, {"foo": 1, "sr.foo": 1}, 1, "stop")
+    cfg = json.loads((job / "job.json").read_text())
+    (job / "job.json").write_text(json.dumps({**cfg, "modes": ["mt", "sr"]}))
+    with pytest.raises(ExportError, match="'sr.foo' is also a folder name"):
+        export_job(load_job(job), "evocodebench", tmp_path / "out")

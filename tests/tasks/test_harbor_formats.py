@@ -279,3 +279,32 @@ def test_leading_canary_lines_are_dropped_like_harbor(tmp_path: Path):
     assert strip_canary(text) == "# Title\n\nbody <!-- canary -->\n"
     assert strip_canary("# canary string abc\n# Real title\n") == "# Real title\n"
     assert strip_canary("# Title\n") == "# Title\n"
+
+
+def test_min_reward_difference_from_harbor_is_a_note_naming_the_field(tmp_path: Path):
+    # Harbor: min_reward only stops the trial early; evoround also passes a round on it.
+    res, _ = _import(MULTI, tmp_path)
+    notes = [n for n in res.notes if ".min_reward" in n]
+    assert len(notes) == 2  # scaffold (1.0) and implement (0.5); document sets none
+    assert "steps[2] (implement).min_reward = 0.5" in notes[1]
+    assert "early stop" in notes[1] and "0.999" in notes[1]
+
+
+def test_legacy_change_type_may_be_a_list_as_harbor_multiturn_allows(tmp_path: Path):
+    src = _broken(tmp_path, LEGACY, 'change_type = "conflict"', 'change_type = ["conflict"]')
+    [res] = import_tasks(src, tmp_path / "out")
+    assert load_task(res.dest).rounds[2].spec.change_types == [ChangeType.conflict]
+
+
+def test_no_activity_key_in_evocodebench_tasks_is_said(tmp_path: Path):
+    res, _ = _import(CURRENT, tmp_path)
+    assert any("has no activity or style field" in n for n in res.notes)
+
+
+def test_activity_and_style_keys_are_read_when_an_author_adds_them(tmp_path: Path):
+    src = _broken(tmp_path, CURRENT, 'category = "text-processing"',
+                  'category = "text-processing"\nactivity = "Review"\nstyle = "Document-driven"')  # fmt: skip
+    [res] = import_tasks(src, tmp_path / "out")
+    meta = load_task(res.dest).config.task
+    assert (meta.activity.value, meta.style.value) == ("review", "document_driven")
+    assert not any("has no activity" in n for n in res.notes)

@@ -173,13 +173,27 @@ def test_paths_that_are_not_task_folders(tmp_path: Path) -> None:
 def test_lint_warns_about_test_files_pytest_never_collects(tmp_path: Path) -> None:
     root = copy_counter(tmp_path)
     tests = root / "rounds" / "02" / "tests"
-    (tests / "test_lines.py").rename(tests / "check_lines.py")
-    # rounds 4 retires test_lines.py, which no longer exists: retire the renamed file
-    toml = root / "task.toml"
-    toml.write_text(toml.read_text().replace('"test_lines.py"', '"check_lines.py"'))
+    (tests / "check_extra.py").write_text("def test_x():\n    assert True\n")
     found = [f for f in lint_task(load_task(root)) if f.code == "L008"]
     assert len(found) == 1 and found[0].round == 2
-    assert "check_lines.py" in found[0].message and "check nothing" in found[0].message
+    assert "check_extra.py" in found[0].message and "pytest does not collect" in found[0].message
     # support files are not flagged
     (tests / "conftest.py").write_text("")
     assert [f.round for f in lint_task(load_task(root)) if f.code == "L008"] == [2]
+
+
+def test_a_round_whose_new_tests_pytest_never_collects_does_not_load(tmp_path: Path) -> None:
+    """The oracle would "pass" such a round unverified (issue 15, case 7)."""
+    root = copy_counter(tmp_path)
+    tests = root / "rounds" / "02" / "tests"
+    (tests / "test_lines.py").rename(tests / "check_lines.py")
+    toml = root / "task.toml"
+    toml.write_text(toml.read_text().replace('"test_lines.py"', '"check_lines.py"'))
+    with pytest.raises(TaskFormatError, match=r"rounds/02/tests: pytest collects none .*"
+                       r"check_lines\.py.*test_\*\.py"):  # fmt: skip
+        load_task(root)
+    # a suite that names its own test files (-o python_files=...) is the author's choice
+    toml.write_text(toml.read_text().replace(
+        "[environment]", '[verifier]\npytest_args = ["-o", "python_files=check_*.py test_*.py"]'
+        "\n\n[environment]"))  # fmt: skip
+    assert load_task(root).round(2).test_files == ("check_lines.py",)

@@ -58,7 +58,14 @@ class ProxyError(RuntimeError):
 
 
 def litellm_version() -> str:
-    return importlib.metadata.version("litellm")
+    """The proxy runs the same litellm as evoround; without it (a lean install) there is
+    no version to pin."""
+    try:
+        return importlib.metadata.version("litellm")
+    except importlib.metadata.PackageNotFoundError:
+        raise ProxyError(
+            "the LiteLLM proxy needs litellm: pip install 'evoround[models]'"
+        ) from None
 
 
 def proxy_python(home: Path) -> Path:

@@ -6,9 +6,12 @@ a folder that holds several such tasks is imported task by task.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evoround.tasks._loader import TaskFormatError, load_task
 from evoround.tasks.importers import _harbor_multiturn as harbor_multiturn
 from evoround.tasks.importers import _harbor_steps as harbor_steps
 from evoround.tasks.importers._common import (
@@ -71,6 +74,7 @@ def import_tasks(src: Path, out: Path, fmt: str | None = None) -> list[ImportRes
     A single task goes to ``out`` itself; a folder of tasks to ``out/<name>``.
     """
     src = Path(src)
+    out = Path(out)
     if not src.is_dir():
         raise ImportError_(f"{src}: not a directory")
     sources = [src] if fmt else _sources(src)
@@ -79,13 +83,52 @@ def import_tasks(src: Path, out: Path, fmt: str | None = None) -> list[ImportRes
             f"{src}: not a Harbor multi-step task ([[steps]], steps/<name>/) nor a "
             "harbor_multiturn task (round_N/, [metadata.multiround])"
         )
+    if fmt is not None and fmt not in FORMATS:
+        raise ImportError_(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if out.exists() and not out.is_dir():
+        raise ImportError_(f"{out}: is a file, not a folder")
+    if out.exists() and any(out.iterdir()):
+        raise ImportError_(f"{out}: already exists and is not empty")
+    # Everything is converted and loaded in a staging folder first: a source that fails
+    # half-way leaves nothing behind, and what lands in ``out`` is a task that loads.
+    near = next(p for p in (out.parent, *out.parent.parents) if p.exists())
+    try:  # beside the nearest existing folder: same file system, nothing created on failure
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.import-", dir=near))
+    except OSError as e:
+        raise ImportError_(f"{out}: cannot write: {e.strerror or e}") from None
     results: list[ImportResult] = []
-    for s in sources:
-        kind = fmt or detect_format(s)
-        if kind not in FORMATS:
-            raise ImportError_(f"unknown format {kind!r}: choose one of {', '.join(FORMATS)}")
-        imported: ImportedTask = FORMATS[kind].load(s)
-        dest = out if len(sources) == 1 and s == src else out / slug(imported.name)
-        write_task(imported, dest)
-        results.append(ImportResult(s, dest, kind, len(imported.rounds), imported.notes))
+    try:
+        for s in sources:
+            kind = fmt or detect_format(s)
+            if kind not in FORMATS:
+                raise ImportError_(
+                    f"{s}: unknown format {kind!r}: choose one of {', '.join(FORMATS)}"
+                )
+            imported: ImportedTask = FORMATS[kind].load(s)
+            single = len(sources) == 1 and s == src
+            rel = Path(".") if single else Path(slug(imported.name))
+            staged = staging / "task" / rel
+            if staged.exists():
+                raise ImportError_(f"{s}: a second task named {imported.name!r} in {src}")
+            write_task(imported, staged)
+            try:
+                load_task(staged)
+            except TaskFormatError as e:
+                f = Path(e.file)
+                where = f.relative_to(staged.resolve()).as_posix() if f.is_relative_to(
+                    staged.resolve()) else f.name  # fmt: skip
+                field = f"{e.field}: " if e.field else ""
+                raise ImportError_(
+                    f"{s}: converts to an invalid evoround task ({where}: {field}{e.message})"
+                ) from None
+            results.append(ImportResult(s, out / rel, kind, len(imported.rounds), imported.notes))
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if out.exists():
+                out.rmdir()
+            (staging / "task").rename(out)
+        except OSError as e:
+            raise ImportError_(f"{out}: cannot write: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return results

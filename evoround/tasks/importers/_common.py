@@ -133,13 +133,47 @@ def strip_canary(text: str) -> str:
     return "".join(lines[i:])
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_text(path: Path) -> str:
+    """A source file as UTF-8 text, or one ImportError_ naming it (never a traceback)."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ImportError_(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ImportError_(
+            f"{path}: not UTF-8 text: byte 0x{data[e.start]:02x} on line {line}"
+        ) from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
         return {}
+    try:
+        return tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as e:
         raise ImportError_(f"{path}: invalid TOML: {e}") from None
+
+
+def positive_number(table: dict[str, Any], key: str, label: str) -> float | None:
+    """``table[key]`` as a positive number (TOML int or float), None when absent."""
+    v = table.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):
+        raise ImportError_(f"{label}.{key} = {v!r}: must be a positive number")
+    return v
+
+
+def step_dir_name(name: Any, label: str) -> str:
+    """A step or round name used as a folder name under ``steps/``: one plain path part."""
+    if not isinstance(name, str) or not name:
+        raise ImportError_(f"{label}.name: missing, or not a string (got {name!r})")
+    if "/" in name or "\\" in name or name in (".", "..") or name.startswith("."):
+        raise ImportError_(f"{label}.name {name!r}: must name a folder directly under steps/")
+    return name
 
 
 def change_types_of(value: Any) -> list[ChangeType]:
@@ -389,8 +423,9 @@ def write_task(imported: ImportedTask, out_dir: Path) -> Path:
     if activity is None:
         activity = "spec_evolution" if kinds - {ChangeType.extension} else "construction"
         notes.append(
-            f"activity: the source names none; derived {activity!r} from the change types "
-            "(set [task] activity by hand if the benchmark's table says otherwise)"
+            f"activity: the source names none (EvoCode-Bench's task.toml has no activity or "
+            f"style field); derived {activity!r} from the change types (set [task] activity "
+            "by hand if the benchmark's table says otherwise)"
         )
     environment: dict[str, Any] = {"workdir": workdir}
     if not has_dockerfile and not imported.image:

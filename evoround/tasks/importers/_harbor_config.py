@@ -6,12 +6,19 @@ model, and the engine applies it) or named in a note saying what evoround does i
 Nothing is dropped silently: unknown keys are named too.
 
 Honoured: ``[task]`` name/description/keywords/authors, ``[metadata]`` (kept verbatim,
-change types and activity/style read from it), ``[agent].timeout_sec``,
+change types read from it; ``activity``/``style`` too, which are evoround's keys: the
+published EvoCode-Bench tasks have none), ``[agent].timeout_sec``,
 ``[verifier].timeout_sec`` / ``env``, ``[environment]`` ``docker_image``, ``cpus``,
 ``memory_mb``/``memory``, ``allow_internet``/``network_mode``, ``env``, ``workdir``,
 ``healthcheck`` (applied before every round), ``[solution].env``, ``artifacts``, ``source``,
 ``multi_step_reward_strategy`` (recorded), per step ``agent.timeout_sec``,
 ``verifier.timeout_sec``/``env``, ``min_reward``, ``healthcheck``, ``artifacts``.
+
+``min_reward`` differs: Harbor uses it only to stop a trial early; evoround honours the
+early stop and ALSO uses it as the round's pass threshold (instead of 0.999). Each such
+step gets a note naming the field. Step fields evoround cannot honour (``agent.user``,
+``verifier.user``, ``verifier.environment_mode``, ``verifier.environment``) are named in
+notes too.
 """
 
 from __future__ import annotations
@@ -19,8 +26,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evoround.tasks.importers._common import ImportedTask, ImportError_, memory_mb_of
+from evoround.tasks.importers._common import (
+    ImportedTask,
+    ImportError_,
+    memory_mb_of,
+    positive_number,
+)
 
+DEFAULT_PASS = 0.999
+"""EvoCode-Bench's pass test of a step's reward (``compute_metrics.py``: reward >= 0.999)."""
 TOP_KEYS = {
     "version", "schema_version", "task", "metadata", "verifier", "agent", "environment",
     "solution", "source", "multi_step_reward_strategy", "steps", "artifacts",
@@ -92,6 +106,11 @@ def artifacts_of(items: Any, label: str, notes: list[str]) -> list[str]:
 
 
 def activity_style(meta: dict[str, Any], notes: list[str]) -> tuple[str | None, str | None]:
+    """``metadata.activity`` / ``metadata.style``: evoround's own keys, read when an author
+    adds them. EvoCode-Bench's published tasks carry neither (their ``[metadata]`` has
+    ``name``, ``difficulty``, ``category`` and the change-type chain; the activity x style
+    table exists only in its README and paper), so an imported task says where its
+    activity came from in a note."""
     act = meta.get("activity")
     sty = meta.get("style")
     activity = ACTIVITY.get(_norm(act)) if act is not None else None
@@ -139,10 +158,10 @@ def apply_config(cfg: dict[str, Any], src: Path, imported: ImportedTask) -> None
                 "final step's reward is the Comp figure (mean reward is the mean over steps)"
             )
     agent = _table(cfg, "agent", where)
-    imported.agent_timeout_sec = agent.get("timeout_sec")
+    imported.agent_timeout_sec = positive_number(agent, "timeout_sec", f"{where}: agent")
     _unused(agent, {"timeout_sec"}, "[agent]", notes)
     verifier = _table(cfg, "verifier", where)
-    imported.verifier_timeout_sec = verifier.get("timeout_sec")
+    imported.verifier_timeout_sec = positive_number(verifier, "timeout_sec", f"{where}: verifier")
     imported.verifier_env = {str(k): str(v) for k, v in (verifier.get("env") or {}).items()}
     mode = verifier.get("environment_mode")
     if mode == "separate" or verifier.get("environment"):
@@ -157,7 +176,7 @@ def apply_config(cfg: dict[str, Any], src: Path, imported: ImportedTask) -> None
         raise ImportError_(f"{where}: [environment] os = {env['os']!r}: only linux tasks run")
     if env.get("docker_image"):
         imported.image = str(env["docker_image"])
-    imported.cpus = env.get("cpus")
+    imported.cpus = positive_number(env, "cpus", f"{where}: environment")
     imported.memory_mb = memory_mb_of(env.get("memory_mb") or env.get("memory"))
     if env.get("workdir"):
         imported.workdir = str(env["workdir"])
@@ -218,6 +237,14 @@ def apply_step(step: dict[str, Any], label: str, notes: list[str]) -> dict[str, 
             out["min_reward"] = float(mr)
         else:
             raise ImportError_(f"{label}.min_reward: a number or a table of numbers")
+        if out["min_reward"] != DEFAULT_PASS:
+            notes.append(
+                f"{label}.min_reward = {mr!r}: in Harbor only an early stop (the trial ends "
+                "after this step when its reward is below it); evoround also makes it this "
+                f"round's pass threshold instead of {DEFAULT_PASS}, so a reward between the two "
+                "is judged differently here than by EvoCode-Bench's scoring (reward >= "
+                f"{DEFAULT_PASS})"
+            )
     out["healthcheck"] = healthcheck_of(step.get("healthcheck"), f"{label}.healthcheck", notes)
     out["artifacts"] = artifacts_of(step.get("artifacts"), f"{label}.artifacts", notes)
     return out

@@ -26,6 +26,7 @@ from evoround.tasks.importers._common import (
     ImportedTask,
     ImportError_,
     change_types_of,
+    read_text,
     read_toml,
     strip_canary,
 )
@@ -42,13 +43,13 @@ def _round_dirs(src: Path) -> dict[int, Path]:
 
 def detect(src: Path) -> bool:
     meta = read_toml(src / "task.toml").get("metadata", {}) or {}
-    return "multiround" in meta or bool(_round_dirs(src))
+    return (isinstance(meta, dict) and "multiround" in meta) or bool(_round_dirs(src))
 
 
 def _types(entry: dict, label: str) -> list:
     raw = entry.get("change_types")
     if raw is None and "change_type" in entry:
-        raw = [entry["change_type"]]  # the older single-string form
+        raw = entry["change_type"]  # the older form: a string (or, as Harbor allows, a list)
     if raw is None:
         return []
     items = raw if isinstance(raw, list) else [raw]
@@ -68,12 +69,16 @@ def load(src: Path) -> ImportedTask:
     imported.source_name = src.name
     apply_config(cfg, src, imported)
     meta = cfg.get("metadata", {}) or {}
+    if not isinstance(meta, dict):
+        raise ImportError_(f"{where}: metadata must be a table, not {meta!r}")
     multi = meta.get("multiround", {}) or {}
+    if not isinstance(multi, dict):
+        raise ImportError_(f"{where}: metadata.multiround must be a table, not {multi!r}")
     dirs = _round_dirs(src)
     if not dirs:
         raise ImportError_(f"{src}: no round_N directories")
     n = multi.get("num_rounds", len(dirs))
-    if not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ImportError_(f"{where}: metadata.multiround.num_rounds must be a positive integer")
     if sorted(dirs) != list(range(1, n + 1)):
         raise ImportError_(
@@ -81,6 +86,9 @@ def load(src: Path) -> ImportedTask:
             "(metadata.multiround.num_rounds)"
         )
     entries = multi.get("rounds") or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ImportError_(f"{where}: metadata.multiround.rounds must be an array of tables "
+                           "([[metadata.multiround.rounds]])")  # fmt: skip
     if entries:
         if [e.get("round") for e in entries if isinstance(e, dict)] != list(range(1, n + 1)):
             raise ImportError_(
@@ -92,7 +100,7 @@ def load(src: Path) -> ImportedTask:
         imported.notes.append(f"metadata.multiround.{k}: kept only in [task.metadata]")
     top = src / "instruction.md"
     if top.is_file():
-        statement = top.read_text(encoding="utf-8")
+        statement = read_text(top)
         imported.metadata["statement"] = statement  # the task statement, as harbor_multiturn
         imported.description = imported.description or statement.strip().splitlines()[0][:300]
     else:
@@ -112,7 +120,7 @@ def load(src: Path) -> ImportedTask:
             imported.notes.append(f"{label}: keys {extra} kept only in [task.metadata]")
         imported.rounds.append(
             ImportedRound(
-                instruction=strip_canary(instr.read_text(encoding="utf-8")),
+                instruction=strip_canary(read_text(instr)),
                 solution_dir=d / "solution",
                 tests_dir=d / "tests",
                 name=d.name,

@@ -26,7 +26,9 @@ from evoround.tasks.importers._common import (
     ImportedTask,
     ImportError_,
     change_types_of,
+    read_text,
     read_toml,
+    step_dir_name,
     strip_canary,
 )
 from evoround.tasks.importers._harbor_config import (
@@ -94,9 +96,24 @@ def load(src: Path) -> ImportedTask:
     imported.source_name = src.name  # Harbor: the directory name unless [task].name is set
     apply_config(cfg, src, imported)
     notes = imported.notes
-    steps: list[dict[str, Any]] = list(cfg.get("steps") or [])
-    if not steps:
+    raw_steps = cfg.get("steps") or []
+    if not isinstance(raw_steps, list):
+        raise ImportError_(f"{where}: steps must be an array of tables ([[steps]]), not "
+                           f"{type(raw_steps).__name__}")  # fmt: skip
+    if not raw_steps:
         raise ImportError_(f"{where}: declares no [[steps]]")
+    steps: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for n, step in enumerate(raw_steps, start=1):
+        if not isinstance(step, dict):
+            raise ImportError_(f"{where}: steps[{n}] must be a table ([[steps]]), not {step!r}")
+        name = step_dir_name(step.get("name"), f"{where}: steps[{n}]")
+        if name in seen:
+            raise ImportError_(
+                f"{where}: steps[{n}].name {name!r} is a duplicate of steps[{seen[name]}]"
+            )
+        seen[name] = n
+        steps.append(step)
     meta = cfg.get("metadata") or {}
     types = chain_types(meta if isinstance(meta, dict) else {}, where, notes)
     declared = [str(s.get("name") or "") for s in steps]
@@ -114,8 +131,6 @@ def load(src: Path) -> ImportedTask:
         label = f"steps[{n}]"
         name = str(step.get("name") or "")
         d = src / "steps" / name
-        if not name:
-            raise ImportError_(f"{where}: {label} is missing 'name'")
         if not d.is_dir():
             raise ImportError_(f"{where}: {label}: no directory steps/{name}")
         instr = d / "instruction.md"
@@ -133,7 +148,7 @@ def load(src: Path) -> ImportedTask:
             per_step["healthcheck"] = env_hc
         imported.rounds.append(
             ImportedRound(
-                instruction=strip_canary(instr.read_text(encoding="utf-8")),
+                instruction=strip_canary(read_text(instr)),
                 solution_dir=d / "solution",
                 tests_dir=d / "tests" if (d / "tests").is_dir() else None,
                 name=name,

@@ -64,6 +64,9 @@ class JudgeConfig(BaseModel):
     api_key: str | None = None
     votes: int = Field(default=1, ge=1)
     temperature: float = 0.0
+    model_args: dict[str, Any] = Field(default_factory=dict)
+    """Other litellm arguments with every judge call (``--judge-reasoning-effort``,
+    ``--judge-model-arg KEY=VALUE``); part of the verdict cache key."""
     attempts: int = Field(default=4, ge=1)
     """Tries per vote (first call plus retries)."""
     wait_sec: float = 1.0
@@ -179,6 +182,7 @@ def _one_vote(cfg: JudgeConfig, messages: list[dict[str, str]]) -> dict[str, str
             "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},
         },
     )
+    kwargs.update(cfg.model_args)
     if cfg.api_base:
         kwargs["api_base"] = cfg.api_base
     kwargs["api_key"] = cfg.api_key or settings().judge_api_key or "none"
@@ -204,7 +208,8 @@ def _vote_with_retries(cfg: JudgeConfig, messages: list[dict[str, str]]) -> dict
 def _cache_key(spec: CheckSpec, evidence_text: str, cfg: JudgeConfig) -> str:
     digest = hashlib.sha256(evidence_text.encode()).hexdigest()
     blob = json.dumps(
-        [spec.model_dump(mode="json"), digest, cfg.model, cfg.votes, cfg.temperature],
+        [spec.model_dump(mode="json"), digest, cfg.model, cfg.votes, cfg.temperature]
+        + ([cfg.model_args] if cfg.model_args else []),  # old cache keys stay valid
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()
