@@ -39,7 +39,7 @@ from pathlib import Path
 
 from evoround.sandboxes import LocalProvider, Sandbox, SandboxProvider
 from evoround.scaffolds import reference_apply
-from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
+from evoround.snapshots import Snapshot, SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task, active_tests, load_task
 from evoround.verifiers import run_pytest
 
@@ -109,11 +109,14 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - t, out
 
 
-def boundary(provider: SandboxProvider, sb: Sandbox, task: Task, i: int) -> dict[str, float]:
+def boundary(
+    provider: SandboxProvider, sb: Sandbox, task: Task, i: int, parent: Snapshot
+) -> tuple[dict[str, float], Snapshot]:
     """One round boundary, phase by phase, as the controller + verifier do it."""
     label = SnapshotLabel(
-        task=task.name, task_digest=task.digest, kind=SnapshotKind.agent, round=i, attempt="bench"
-    )
+        task=task.name, task_digest=task.digest, kind=SnapshotKind.agent, round=i,
+        attempt="bench", parent=parent.id,
+    )  # fmt: skip
     t: dict[str, float] = {}
     t["snapshot"], snap = timed(lambda: sb.snapshot(label))
     t["start"], clone = timed(lambda: provider.create(task, f"bench/verify-{i:02d}", snap))  # type: ignore[arg-type]
@@ -125,7 +128,7 @@ def boundary(provider: SandboxProvider, sb: Sandbox, task: Task, i: int) -> dict
     t["copy"] = wall - t["test"]
     t["teardown"], _ = timed(clone.close)
     t["overhead"] = sum(t[p] for p in PHASES)
-    return t
+    return t, snap  # type: ignore[return-value]
 
 
 def make_provider(name: str, store: SnapshotStore, tmp: Path) -> SandboxProvider:
@@ -143,13 +146,14 @@ def run_config(name: str, task: Task, rounds: int, tmp: Path) -> list[dict[str, 
     rows: list[dict[str, float]] = []
     try:
         with provider.create(task, "bench/mt-01") as sb:
-            sb.snapshot(
+            snap = sb.snapshot(
                 SnapshotLabel(task=task.name, task_digest=task.digest, kind=SnapshotKind.initial,
                               round=0, attempt="bench")
             )  # fmt: skip
             for i in range(1, rounds + 1):
                 reference_apply(sb, task.round(i))  # the agent's turn; nothing waited for
-                rows.append(boundary(provider, sb, task, i))
+                row, snap = boundary(provider, sb, task, i, snap)
+                rows.append(row)
     finally:
         provider.close()
     return rows

@@ -212,29 +212,43 @@ class SnapshotStore:
         path = self.root / "manifests" / f"{manifest_digest}.json"
         return json.loads(path.read_bytes())["entries"]
 
-    def materialize(self, manifest_digest: str, dest: Path, *, over: str | None = None) -> None:
-        """Recreate a captured tree in ``dest`` (which must be empty or absent).
+    def materialize(
+        self,
+        manifest_digest: str,
+        dest: Path,
+        *,
+        over: str | None = None,
+        stale: frozenset[str] = frozenset(),
+    ) -> set[str]:
+        """Recreate a captured tree in ``dest`` (which must be empty or absent); returns the
+        paths written or removed.
 
-        With ``over``, ``dest`` holds exactly the tree of manifest ``over`` (written by
-        this method, never by anyone untrusted) and only the difference is written: a clone
-        of the next round's snapshot costs what the round changed.
+        With ``over``, ``dest`` holds the tree of manifest ``over`` (as this method wrote it,
+        except the ``stale`` paths, which are rewritten) and only the difference is written:
+        a clone of the next round's snapshot costs what the round changed.
         """
         want = {str(e["path"]): e for e in self.manifest(manifest_digest)}
         have = {str(e["path"]): e for e in self.manifest(over)} if over else {}
+        for path in stale:
+            have.pop(path, None)
+        touched: set[str] = set()
         dest.mkdir(parents=True, exist_ok=True)
         if have:
             want_dirs = _dirs_of(want)
             for path in sorted(set(have) - set(want), reverse=True):
                 _remove(dest / path)
+                touched.add(path)
             for d in sorted(_dirs_of(have) - want_dirs, reverse=True):
                 _remove(dest / d)
+                touched.add(d)
         for path, e in want.items():
             old = have.get(path)
             if old == e:
                 continue
             target = dest / path
-            if old is not None:
-                _remove(target)
+            touched.add(path)
+            if os.path.lexists(target):
+                _remove(target)  # never write through what is there (it may be a hard link)
             target.parent.mkdir(parents=True, exist_ok=True)
             if e["type"] == "dir":
                 target.mkdir(exist_ok=True)
@@ -243,6 +257,7 @@ class SnapshotStore:
             else:
                 shutil.copyfile(self._blob(str(e["sha256"])), target)
                 os.chmod(target, int(e["mode"]))  # type: ignore[arg-type]
+        return touched
 
 
 def _dirs_of(entries: dict[str, dict[str, object]]) -> set[str]:

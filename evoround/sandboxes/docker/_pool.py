@@ -11,6 +11,7 @@ round changed.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,30 +32,52 @@ class SparePool:
     """Spares by pool key; thread-safe. Filling and removing are the provider's."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._spares: dict[tuple[Any, ...], list[Spare]] = {}
         self._filling: set[tuple[tuple[Any, ...], str | None]] = set()
+        self._recycling: dict[tuple[Any, ...], int] = {}
 
-    def take(self, key: tuple[Any, ...], want: str | None, parent: str | None) -> Spare | None:
+    def take(
+        self, key: tuple[Any, ...], want: str | None, parent: str | None, wait: float = 0.0
+    ) -> Spare | None:
         """The best spare for a workspace of manifest ``want`` (None: the task's initial
         one): one holding it, else one holding its parent (a small difference), else an
-        empty one, else any."""
+        empty one, else any. While a folder of this key is being recycled (it may hold the
+        parent) and no such spare is ready, wait for it up to ``wait`` seconds."""
+
+        def rank(s: Spare) -> int:
+            holds = s.folder.holds if s.folder else ""
+            if want is not None and holds == want:
+                return 0
+            if parent and holds == parent:
+                return 1
+            return 2 if holds == "" else 3
+
+        deadline = time.monotonic() + wait
         with self._lock:
-            spares = self._spares.get(key) or []
-            if not spares:
-                return None
-
-            def rank(s: Spare) -> int:
-                holds = s.folder.holds if s.folder else ""
-                if want is not None and holds == want:
-                    return 0
-                if parent and holds == parent:
-                    return 1
-                return 2 if holds == "" else 3
-
-            best = min(spares, key=rank)
-            spares.remove(best)
+            while True:
+                spares = self._spares.get(key) or []
+                best = min(spares, key=rank) if spares else None
+                left = deadline - time.monotonic()
+                if (best is not None and rank(best) <= 1) or not self._recycling.get(key):
+                    break
+                if want is None or left <= 0:
+                    break
+                self._lock.wait(left)
+            if best is not None:
+                spares.remove(best)
             return best
+
+    def begin_recycle(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._recycling[key] = self._recycling.get(key, 0) + 1
+
+    def end_recycle(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._recycling[key] -= 1
+            if not self._recycling[key]:
+                del self._recycling[key]
+            self._lock.notify_all()
 
     def begin_fill(self, key: tuple[Any, ...], holds: str | None) -> bool:
         """Claim the preparation of a spare holding ``holds``; False if one is ready or
@@ -72,12 +95,16 @@ class SparePool:
         """Add a prepared spare; returns the spares evicted to stay within MAX_SPARES."""
         with self._lock:
             self._filling.discard((key, holds))
-            if spare is None:
-                return []
+        return [] if spare is None else self.add(key, spare)
+
+    def add(self, key: tuple[Any, ...], spare: Spare) -> list[Spare]:
+        """Add a spare; returns the spares evicted to stay within MAX_SPARES."""
+        with self._lock:
             spares = self._spares.setdefault(key, [])
             spares.append(spare)
             evicted = spares[:-MAX_SPARES] if len(spares) > MAX_SPARES else []
             del spares[: len(evicted)]
+            self._lock.notify_all()
             return evicted
 
     def drain(self) -> list[Spare]:

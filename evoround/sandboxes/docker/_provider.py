@@ -26,7 +26,7 @@ from evoround.sandboxes._protocol import (
     SandboxProvider,
     SandboxUnavailable,
 )
-from evoround.sandboxes.docker._archive import _extract_workspace, tar_of_dir
+from evoround.sandboxes.docker._archive import tar_of_dir
 from evoround.sandboxes.docker._config import (
     BACKEND,
     LABEL,
@@ -39,9 +39,9 @@ from evoround.sandboxes.docker._config import (
     _safe_name,
 )
 from evoround.sandboxes.docker._hostws import (
-    MODE_MASK,
     HostFolder,
     daemon_is_local,
+    image_workspace,
     sweep_workspaces,
     workspaces_root,
 )
@@ -63,6 +63,10 @@ from evoround.snapshots import Snapshot, SnapshotKind, SnapshotStore
 from evoround.tasks import Task, resolve_host_env
 
 # ---- provider --------------------------------------------------------------------
+
+RECYCLE_WAIT_SEC = 3.0
+"""How long a clone waits for a folder being recycled that may hold its parent snapshot
+(repairing and starting its container takes well under that; an agent turn is longer)."""
 
 _LIVE_PROVIDERS: weakref.WeakSet[DockerProvider] = weakref.WeakSet()
 
@@ -306,8 +310,7 @@ class DockerProvider(SandboxProvider):
             folder = self._new_folder()
             try:
                 if folder is not None and holds:
-                    self.store.materialize(holds, folder.ws)
-                    folder.holds = holds
+                    folder.write(self.store, holds, None)
                 cid = self._start_container(task, image, "spare", "spare", folder)
                 spare = Spare(cid, folder)
                 folder = None
@@ -349,7 +352,7 @@ class DockerProvider(SandboxProvider):
         """A started container of ``image``: a prestarted spare when one is ready (with host
         folders, preferably one already holding ``want`` or its ``parent``)."""
         key = self._pool_key(task, image)
-        spare = self._pool.take(key, want, parent)
+        spare = self._pool.take(key, want, parent, wait=RECYCLE_WAIT_SEC)
         if spare is not None:
             try:
                 new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
@@ -366,7 +369,7 @@ class DockerProvider(SandboxProvider):
                     folder.remove()
                 raise
         # the next clone is most likely of a child of ``want``: have a spare hold ``want``
-        self._refill(key, task, image, want if self._ws_root is not None else None)
+        self._refill(key, task, image, None)
         return spare
 
     def _image_workdir_empty(self, sb: DockerSandbox) -> bool:
@@ -440,8 +443,9 @@ class DockerProvider(SandboxProvider):
         if folder.holds is None:
             folder.clear()
         if snapshot is not None:
-            self.store.materialize(snapshot.locator, folder.ws, over=folder.holds or None)
+            folder.write(self.store, snapshot.locator, folder.holds or None)
         else:
+            folder.written = None  # not a snapshot: nothing to recycle it to
             base = self._image_workspace(img, task.config.environment.workdir)
             if base or folder.holds:
                 want = base or self._empty_manifest()
@@ -458,34 +462,15 @@ class DockerProvider(SandboxProvider):
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _image_workspace(self, img: TaskImage, workdir: str) -> str:
-        """The manifest of what the task image ships in its workdir ("" when nothing): a bind
-        mount hides it, so host-folder workspaces start from a copy. Once per image."""
+        """What the task image ships in its workdir (see _hostws), once per image."""
         with self._lock:
             known = self._image_ws.get(f"{img.image_id}:{workdir}")
-        if known is not None:
-            return known
-        api = self.client.api
-        cid = api.create_container(
-            img.image_id, command=["true"], labels={LABEL: "1", LABEL_JOB: self.job}
-        )["Id"]
-        tmp = Path(tempfile.mkdtemp(prefix="evoround-imagews-"))
-        try:
-            manifest = ""
-            try:
-                stream, _ = api.get_archive(cid, workdir)
-            except docker.errors.NotFound:
-                stream = None
-            if stream is not None:
-                _extract_workspace(stream, tmp)
-                if any(tmp.iterdir()):
-                    manifest = self.store.capture_dir(tmp, mode_mask=MODE_MASK)[0]
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-            with contextlib.suppress(Exception):
-                api.remove_container(cid, force=True, v=True)
-        with self._lock:
-            self._image_ws[f"{img.image_id}:{workdir}"] = manifest
-        return manifest
+        if known is None:
+            labels = {LABEL: "1", LABEL_JOB: self.job}
+            known = image_workspace(self.client.api, self.store, img.image_id, workdir, labels)
+            with self._lock:
+                self._image_ws[f"{img.image_id}:{workdir}"] = known
+        return known
 
     def _restore_workspace(self, sb: DockerSandbox, snapshot: Snapshot) -> None:
         """Archive mode: the snapshot's tree put into the container as one tar."""
@@ -511,17 +496,44 @@ class DockerProvider(SandboxProvider):
     def _release(self, sb: DockerSandbox) -> None:
         """Remove a closed sandbox's container, in the background when possible."""
 
+        key = self._pool_key(sb.task, sb.image.image_id)
+        recycle = sb.folder is not None and sb.folder.written is not None and not self._closed
+        if recycle:
+            self._pool.begin_recycle(key)
+
         def work() -> None:
             try:
                 self._remove_container(sb.container_id)
-                if sb.folder is not None:
+                if sb.folder is not None and recycle:
+                    self._recycle(sb.folder, sb.task, sb.image.image_id)
+                elif sb.folder is not None:
                     sb.folder.remove()
             finally:
+                if recycle:
+                    self._pool.end_recycle(key)
                 with self._lock:
                     self._live.pop(sb.container_id, None)
 
         if self._closed or not self._submit(work):
             work()
+
+    def _recycle(self, folder: HostFolder, task: Task, image: str) -> None:
+        """A closed clone's folder, repaired to its snapshot, under a new spare container:
+        the next clone of a child snapshot writes only the difference (see _hostws)."""
+        spare: Spare | None = None
+        try:
+            if self._closed or not self.prestart or not folder.repair(self.store):
+                return
+            cid = self._start_container(task, image, "spare", "spare", folder)
+            spare = Spare(cid, folder)
+        finally:
+            if spare is None:
+                folder.remove()
+        for old in self._pool.add(self._pool_key(task, image), spare):
+            self._remove_spare(old)
+        if self._closed:
+            for s in self._pool.drain():
+                self._remove_spare(s)
 
     def _track_image(self, image: str, kind: SnapshotKind) -> None:
         if kind is not SnapshotKind.reference:
