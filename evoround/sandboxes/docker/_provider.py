@@ -117,6 +117,8 @@ class DockerProvider(SandboxProvider):
         mode = snapshot_mode or settings().docker_snapshot or "workspace"
         self.snapshot_mode = SnapshotMode(mode)
         self._ws_root: Path | None = None
+        self._picked = False
+        sweep_workspaces(store.root)  # what an engine killed with -9 left
         """Host-folder workspaces (``workspace`` mode with a daemon on this machine)."""
         self.prestart = prestart
         self._client = client
@@ -143,6 +145,8 @@ class DockerProvider(SandboxProvider):
                 self._client = connect()
             except ImageError as e:
                 raise SandboxUnavailable(str(e)) from e
+        if not self._picked:
+            self._picked = True
             self._pick_workspace_backend(self._client)
         return self._client
 
@@ -151,7 +155,6 @@ class DockerProvider(SandboxProvider):
         (it runs on this machine), else falls back to archives streamed through the API."""
         if self.snapshot_mode is SnapshotMode.workspace:
             if daemon_is_local(str(client.api.base_url)):
-                sweep_workspaces(self.store.root)
                 self._ws_root = workspaces_root(self.store.root)
             else:
                 self.snapshot_mode = SnapshotMode.archive
