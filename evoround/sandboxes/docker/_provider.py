@@ -62,11 +62,12 @@ from evoround.settings import settings
 from evoround.snapshots import Snapshot, SnapshotKind, SnapshotStore
 from evoround.tasks import Task, resolve_host_env
 
-# ---- provider --------------------------------------------------------------------
 
 RECYCLE_WAIT_SEC = 3.0
 """How long a clone waits for a folder being recycled that may hold its parent snapshot
 (repairing and starting its container takes well under that; an agent turn is longer)."""
+RECYCLE_WAIT_BYTES = 16 << 20
+"""Smaller workspaces are written whole at once rather than waiting for a recycled folder."""
 
 _LIVE_PROVIDERS: weakref.WeakSet[DockerProvider] = weakref.WeakSet()
 
@@ -299,9 +300,6 @@ class DockerProvider(SandboxProvider):
             tuple(sorted(env.env.items())),
         )  # fmt: skip
 
-    def _new_folder(self) -> HostFolder | None:
-        return HostFolder(self._ws_root, self.job) if self._ws_root is not None else None
-
     def _refill(self, key: tuple[Any, ...], task: Task, image: str, holds: str | None) -> None:
         """Prepare a spare in the background: started, and (host folders) holding manifest
         ``holds`` (None: empty), so a later clone writes only a difference."""
@@ -310,7 +308,7 @@ class DockerProvider(SandboxProvider):
 
         def work() -> None:
             spare: Spare | None = None
-            folder = self._new_folder()
+            folder = HostFolder(self._ws_root, self.job) if self._ws_root else None
             try:
                 if folder is not None and holds:
                     folder.write(self.store, holds, None)
@@ -350,12 +348,19 @@ class DockerProvider(SandboxProvider):
             self._pending.discard(fut)
 
     def _acquire(
-        self, task: Task, image: str, name: str, want: str | None = None, parent: str | None = None
+        self,
+        task: Task,
+        image: str,
+        name: str,
+        want: str | None = None,
+        parent: str | None = None,
+        size: int = 0,
     ) -> Spare:
         """A started container of ``image``: a prestarted spare when one is ready (with host
         folders, preferably one already holding ``want`` or its ``parent``)."""
         key = self._pool_key(task, image)
-        spare = self._pool.take(key, want, parent, wait=RECYCLE_WAIT_SEC)
+        wait = RECYCLE_WAIT_SEC if size >= RECYCLE_WAIT_BYTES else 0.0
+        spare = self._pool.take(key, want, parent, wait=wait)
         if spare is not None:
             try:
                 new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
@@ -364,7 +369,7 @@ class DockerProvider(SandboxProvider):
                 self._remove_spare(spare)
                 spare = None
         if spare is None:
-            folder = self._new_folder()
+            folder = HostFolder(self._ws_root, self.job) if self._ws_root else None
             try:
                 spare = Spare(self._start_container(task, image, name, name, folder), folder)
             except BaseException:
@@ -404,7 +409,10 @@ class DockerProvider(SandboxProvider):
             if snapshot is not None:
                 self._check_content(snapshot)
             want = snapshot.locator if snapshot is not None else None
-            spare = self._acquire(task, img.image_id, name, want, self._parent_manifest(snapshot))
+            size = snapshot.size_bytes if snapshot is not None else 0
+            spare = self._acquire(
+                task, img.image_id, name, want, self._parent_manifest(snapshot), size
+            )
             cid, folder = spare.container_id, spare.folder
         sb = DockerSandbox(self, cid, name, task, img, self.pristine_python(task), folder)
         with self._lock:
