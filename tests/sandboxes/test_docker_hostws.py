@@ -120,3 +120,19 @@ def test_verification_is_one_archive_in_and_one_out(provider: DockerProvider, ma
         api.put_archive, api.get_archive = real_put, real_get
         clone.close()
     assert calls == ["put", "get"]
+
+
+def test_image_workdir_files_and_a_non_root_user_keep_working(provider: DockerProvider, make_task):
+    """A bind mount hides what the image ships in its workdir: it is copied in first; and
+    the workdir keeps its owner, so an image that runs as that user can still write it."""
+    dockerfile = (
+        "ARG BASE_IMAGE=python:3.12-slim\nFROM ${BASE_IMAGE}\nWORKDIR /workspace\n"
+        "RUN echo shipped > from_image.txt && chown nobody /workspace\nUSER nobody\n"
+    )
+    task = load_task(make_task(name="nonroot", dockerfile=dockerfile))
+    with provider.create(task, "nonroot/mt-01") as sb:
+        assert sb.read_file("from_image.txt") == b"shipped\n"
+        assert sb.exec("id -un && echo mine > new.txt").exit_code == 0
+        snap = sb.snapshot(label(task, 1))
+    paths = {e["path"] for e in provider.store.manifest(snap.locator)}
+    assert {"from_image.txt", "new.txt"} <= paths

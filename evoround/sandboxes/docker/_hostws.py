@@ -33,10 +33,14 @@ store removes those whose owner is dead (:func:`sweep_workspaces`).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import stat
+import tarfile
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import docker.errors
@@ -72,25 +76,74 @@ def daemon_is_local(base_url: str) -> bool:
     return base_url in ("http+docker://localhost", "http+docker://localunixsocket")
 
 
+Owner = tuple[int, int, int]
+"""uid, gid and mode bits of a directory."""
+
+
 def image_workspace(
     api: docker.APIClient, store: SnapshotStore, image: str, workdir: str, labels: dict[str, str]
-) -> str:
-    """The manifest of what ``image`` ships in ``workdir`` ("" when nothing). A bind mount
-    hides it, so a host workspace starts from a copy: read from a created (never started)
-    container, as the archive path would have seen it."""
+) -> tuple[str, Owner]:
+    """The manifest of what ``image`` ships in ``workdir`` ("" when nothing) and the owner
+    and mode of that directory. A bind mount hides both, so a host workspace starts from a
+    copy of the files and takes the directory's owner and mode: read from a created (never
+    started) container, as the archive path would have seen them."""
     cid = api.create_container(image, command=["true"], labels=labels)["Id"]
     tmp = Path(tempfile.mkdtemp(prefix="evoround-imagews-"))
+    owner: Owner = (0, 0, 0o755)
     try:
         try:
             stream, _ = api.get_archive(cid, workdir)
         except docker.errors.NotFound:
-            return ""
-        _extract_workspace(stream, tmp)
-        return store.capture_dir(tmp, mode_mask=MODE_MASK)[0] if any(tmp.iterdir()) else ""
+            return "", owner
+        chunks = iter(stream)
+        head = b""
+        for chunk in chunks:
+            head += chunk
+            if len(head) >= 512:
+                break
+        with contextlib.suppress(tarfile.TarError, ValueError):
+            top = tarfile.TarInfo.frombuf(head[:512], "utf-8", "surrogateescape")
+            if top.isdir():
+                owner = (top.uid, top.gid, top.mode & 0o777)
+        _extract_workspace(itertools.chain([head], chunks), tmp)
+        manifest = store.capture_dir(tmp, mode_mask=MODE_MASK)[0] if any(tmp.iterdir()) else ""
+        return manifest, owner
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         with contextlib.suppress(Exception):
             api.remove_container(cid, force=True, v=True)
+
+
+class ImageFacts:
+    """What host workspaces need to know of a task image's workdir, asked once per image."""
+
+    def __init__(
+        self, api: Callable[[], docker.APIClient], store: SnapshotStore, labels: dict[str, str]
+    ) -> None:
+        self._api, self._store, self._labels = api, store, labels
+        self._lock = threading.Lock()
+        self._known: dict[str, tuple[str, Owner]] = {}
+
+    def _get(self, image: str, workdir: str) -> tuple[str, Owner]:
+        key = f"{image}:{workdir}"
+        with self._lock:
+            if key in self._known:
+                return self._known[key]
+        value = image_workspace(self._api(), self._store, image, workdir, self._labels)
+        with self._lock:
+            self._known[key] = value
+        return value
+
+    def workspace(self, image: str, workdir: str) -> str:
+        """The manifest of what the image ships in ``workdir`` ("" when nothing)."""
+        return self._get(image, workdir)[0]
+
+    def adopt_owner(self, image: str, workdir: str, folder: Path) -> None:
+        """Give a host workspace the owner and mode of the image's workdir (an image that
+        runs as another user can write where it could without the bind mount)."""
+        uid, gid, mode = self._get(image, workdir)[1]
+        os.chown(folder, uid, gid)
+        os.chmod(folder, mode)
 
 
 class HostFolder:

@@ -41,9 +41,10 @@ class SparePool:
         self, key: tuple[Any, ...], want: str | None, parent: str | None, wait: float = 0.0
     ) -> Spare | None:
         """The best spare for a workspace of manifest ``want`` (None: the task's initial
-        one): one holding it, else one holding its parent (a small difference), else an
-        empty one, else any. While a folder of this key is being recycled (it may hold the
-        parent) and no such spare is ready, wait for it up to ``wait`` seconds."""
+        one): one holding it, else one holding its parent (a small difference), else one
+        holding another snapshot (most often an older ancestor: a few rounds' difference),
+        else an empty one. While only empty spares are ready and a folder of this key is
+        being recycled, wait for it up to ``wait`` seconds."""
 
         def rank(s: Spare) -> int:
             holds = s.folder.holds if s.folder else ""
@@ -51,7 +52,7 @@ class SparePool:
                 return 0
             if parent and holds == parent:
                 return 1
-            return 2 if holds == "" else 3
+            return 3 if holds == "" or want is None else 2
 
         deadline = time.monotonic() + wait
         with self._lock:
@@ -59,7 +60,7 @@ class SparePool:
                 spares = self._spares.get(key) or []
                 best = min(spares, key=rank) if spares else None
                 left = deadline - time.monotonic()
-                if (best is not None and rank(best) <= 1) or not self._recycling.get(key):
+                if (best is not None and rank(best) <= 2) or not self._recycling.get(key):
                     break
                 if want is None or left <= 0:
                     break
@@ -67,6 +68,14 @@ class SparePool:
             if best is not None:
                 spares.remove(best)
             return best
+
+    def holding(self, key: tuple[Any, ...]) -> int:
+        """Folders of this key that hold a snapshot or soon will: ready, being recycled or
+        being filled."""
+        with self._lock:
+            ready = sum(1 for s in self._spares.get(key) or [] if s.folder and s.folder.holds)
+            filling = sum(1 for k, holds in self._filling if k == key and holds)
+            return ready + self._recycling.get(key, 0) + filling
 
     def begin_recycle(self, key: tuple[Any, ...]) -> None:
         with self._lock:

@@ -40,8 +40,8 @@ from evoround.sandboxes.docker._config import (
 )
 from evoround.sandboxes.docker._hostws import (
     HostFolder,
+    ImageFacts,
     daemon_is_local,
-    image_workspace,
     sweep_workspaces,
     workspaces_root,
 )
@@ -61,7 +61,6 @@ from evoround.sandboxes.docker._sandbox import DockerSandbox
 from evoround.settings import settings
 from evoround.snapshots import Snapshot, SnapshotKind, SnapshotStore
 from evoround.tasks import Task, resolve_host_env
-
 
 RECYCLE_WAIT_SEC = 3.0
 """How long a clone waits for a folder being recycled that may hold its parent snapshot
@@ -118,9 +117,9 @@ class DockerProvider(SandboxProvider):
         mode = snapshot_mode or settings().docker_snapshot or "workspace"
         self.snapshot_mode = SnapshotMode(mode)
         self._ws_root: Path | None = None
+        """Host-folder workspaces (``workspace`` mode with a daemon on this machine)."""
         self._picked = False
         sweep_workspaces(store.root)  # what an engine killed with -9 left
-        """Host-folder workspaces (``workspace`` mode with a daemon on this machine)."""
         self.prestart = prestart
         self._client = client
         self._log = log or (lambda _msg: None)
@@ -128,7 +127,7 @@ class DockerProvider(SandboxProvider):
         self._images: dict[str, TaskImage] = {}
         self._pristine: dict[str, PristinePython] = {}
         self._workdir_empty: dict[str, bool] = {}
-        self._image_ws: dict[str, str] = {}
+        self._facts = ImageFacts(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
         self._live: dict[str, DockerSandbox] = {}
         self._pool = SparePool()
         self._pending: set[Future[Any]] = set()
@@ -269,6 +268,8 @@ class DockerProvider(SandboxProvider):
         }
         cname = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
         api = self.client.api
+        if folder is not None:
+            self._facts.adopt_owner(image, task.config.environment.workdir, folder.ws)
         try:
             cid = api.create_container(
                 image,
@@ -376,8 +377,11 @@ class DockerProvider(SandboxProvider):
                 if folder is not None:
                     folder.remove()
                 raise
-        # the next clone is most likely of a child of ``want``: have a spare hold ``want``
-        self._refill(key, task, image, None)
+        self._refill(key, task, image, None)  # keep a started spare ready
+        if want and size >= RECYCLE_WAIT_BYTES and not self._pool.holding(key):
+            # a big workspace: a second folder in circulation, so one is always ready while
+            # the other is recycled (one full copy, off the hot path)
+            self._refill(key, task, image, want)
         return spare
 
     def _image_workdir_empty(self, sb: DockerSandbox) -> bool:
@@ -457,7 +461,7 @@ class DockerProvider(SandboxProvider):
             folder.write(self.store, snapshot.locator, folder.holds or None)
         else:
             folder.written = None  # not a snapshot: nothing to recycle it to
-            base = self._image_workspace(img, task.config.environment.workdir)
+            base = self._facts.workspace(img.image_id, task.config.environment.workdir)
             if base or folder.holds:
                 want = base or self._empty_manifest()
                 self.store.materialize(want, folder.ws, over=folder.holds or None)
@@ -471,17 +475,6 @@ class DockerProvider(SandboxProvider):
             return self.store.capture_dir(tmp)[0]
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-
-    def _image_workspace(self, img: TaskImage, workdir: str) -> str:
-        """What the task image ships in its workdir (see _hostws), once per image."""
-        with self._lock:
-            known = self._image_ws.get(f"{img.image_id}:{workdir}")
-        if known is None:
-            labels = {LABEL: "1", LABEL_JOB: self.job}
-            known = image_workspace(self.client.api, self.store, img.image_id, workdir, labels)
-            with self._lock:
-                self._image_ws[f"{img.image_id}:{workdir}"] = known
-        return known
 
     def _restore_workspace(self, sb: DockerSandbox, snapshot: Snapshot) -> None:
         """Archive mode: the snapshot's tree put into the container as one tar."""
