@@ -81,8 +81,9 @@ class Settings(BaseSettings):
     ``--base-image-map FROM=LOCAL`` adds to (and overrides) it. Recorded in job.json."""
     debian_mirror: str | None = None
     """Debian mirror for images bootstrap (default deb.debian.org)."""
-    docker_snapshot: Literal["workspace", "commit"] | None = None
-    """Docker snapshots: workspace (the workdir only, default) or commit (the container)."""
+    docker_snapshot: Literal["workspace", "archive", "commit"] | None = None
+    """Docker snapshots: workspace (the workdir only, in a host folder when the daemon is
+    local; default), archive (the workdir only, streamed as tars) or commit (the container)."""
     claude_bin: str | None = None
     """The claude binary for --agent claude-code (default: the claude-agent-sdk's)."""
     judge_api_key: str | None = None

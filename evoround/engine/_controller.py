@@ -422,7 +422,9 @@ def run_mt_attempt(
 
 def run_sr_round(ctx: RunContext, task: Task, attempt: int, round_index: int) -> RoundResult:
     """Fast-forward mode: round ``round_index`` alone, from the reference state before it."""
-    start = reference_snapshot(task, round_index - 1, ctx.provider, ctx.store)
+    start = reference_snapshot(
+        task, round_index - 1, ctx.provider, ctx.store, upto=len(task.rounds) - 1
+    )
     name = f"{task.name}/sr-{attempt:02d}-r{round_index:02d}"
     with ctx.provider.create(task, name, start) as sandbox:
         session = ctx.scaffold.start(task, sandbox)

@@ -2,7 +2,11 @@
 
 The reference state after round i is the initial workspace plus solutions 1..i.
 It is built incrementally from the deepest cached state and cached by
-(backend, task digest, round), so SR costs O(N) applications per task, once.
+(backend, task digest, round), so SR costs O(N) applications per task, once. The chain is
+built in one sandbox per task: asked for one state, the builder goes on to ``upto`` (the
+last state the task's SR rounds start from) while it has the sandbox, and each state is an
+incremental snapshot of the one before (on host-folder and local workspaces only changed
+files are hashed and stored).
 """
 
 from __future__ import annotations
@@ -25,11 +29,22 @@ def _cached(
 
 
 def reference_snapshot(
-    task: Task, round_index: int, provider: SandboxProvider, store: SnapshotStore
+    task: Task,
+    round_index: int,
+    provider: SandboxProvider,
+    store: SnapshotStore,
+    *,
+    upto: int | None = None,
 ) -> Snapshot | None:
-    """The cached reference state after ``round_index`` (None for round 0: initial workspace)."""
+    """The cached reference state after ``round_index`` (None for round 0: initial workspace).
+
+    When it must be built, the states after ``round_index + 1 .. upto`` are built in the
+    same sandbox too (SR needs every one of them: a later round then finds its start cached
+    instead of opening a sandbox of its own).
+    """
     if round_index == 0:
         return None
+    last = max(round_index, upto or 0)
     with store.lock(f"reference-{provider.name}-{task.digest}"):
         cached = _cached(task, round_index, provider, store)
         if cached is not None:
@@ -41,9 +56,13 @@ def reference_snapshot(
             if base is not None:
                 start = j
                 break
+        wanted: Snapshot | None = None
         with provider.create(task, f"{task.name}/reference", base) as sb:
             snap = base
-            for j in range(start + 1, round_index + 1):
+            for j in range(start + 1, last + 1):
+                cached = _cached(task, j, provider, store)
+                if cached is not None and j > round_index:
+                    break  # someone built the rest (an earlier, shorter chain reached here)
                 prepare_round(sb, task, task.round(j))
                 reference_apply(
                     sb, task.round(j), task.config.environment.agent_timeout_sec,
@@ -58,5 +77,7 @@ def reference_snapshot(
                 )
                 snap = sb.snapshot(label)
                 store.set_reference(snap)
-        assert snap is not None
-        return snap
+                if j == round_index:
+                    wanted = snap
+        assert wanted is not None
+        return wanted

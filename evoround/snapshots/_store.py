@@ -48,8 +48,10 @@ class SnapshotStore:
         self.root = Path(root)
         for sub in ("blobs", "manifests", "meta", "refs"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        # (path, size, mtime_ns, inode) -> sha256: unchanged files are not re-hashed.
-        self._hash_cache: OrderedDict[tuple[str, int, int, int], str] = OrderedDict()
+        # (path, size, mtime_ns, ctime_ns, inode) -> sha256: unchanged files are not re-hashed.
+        # ctime is in the key because nobody can set it: an agent that rewrites a file in
+        # place and restores its size and mtime still changes its ctime.
+        self._hash_cache: OrderedDict[tuple[str, int, int, int, int], str] = OrderedDict()
 
     # ---- metadata -------------------------------------------------------------
     def register(self, label: SnapshotLabel, backend: str, locator: str, **extra: int) -> Snapshot:
@@ -126,7 +128,7 @@ class SnapshotStore:
     def _blob(self, digest: str) -> Path:
         return self.root / "blobs" / digest[:2] / digest
 
-    def _cached_hash(self, key: tuple[str, int, int, int], full: Path) -> str:
+    def _cached_hash(self, key: tuple[str, int, int, int, int], full: Path) -> str:
         """The file's sha256, from a bounded LRU keyed by path and stat: every attempt works in
         a new folder, so an unbounded cache would grow with the job, not with the workspace."""
         digest = self._hash_cache.get(key)
@@ -145,8 +147,13 @@ class SnapshotStore:
         *,
         max_files: int | None = None,
         max_bytes: int | None = None,
+        mode_mask: int = 0o7777,
     ) -> tuple[str, int, int]:
         """Store a directory tree; returns (manifest digest, total bytes, file count).
+
+        ``mode_mask`` is applied to file modes: an untrusted tree (a Docker workspace on
+        the host) passes ``0o755`` so no setuid, setgid, sticky or group/other write bit
+        is carried (the same bits the ``tar`` extraction filter drops).
 
         Raises :class:`WorkspaceRejected` when the tree has more than ``max_files`` entries
         or ``max_bytes`` of file content (checked before anything big is read), or when a
@@ -183,7 +190,7 @@ class SnapshotStore:
                         f"the workspace holds more than {max_bytes >> 20} MiB "
                         f"(at {rel}; the task's max_workspace_mb)"
                     )
-                key = (str(full), st.st_size, st.st_mtime_ns, st.st_ino)
+                key = (str(full), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 digest = self._cached_hash(key, full)
                 blob = self._blob(digest)
                 if not blob.exists():
@@ -191,7 +198,7 @@ class SnapshotStore:
                     tmp = blob.with_name(f".{digest}.{uuid.uuid4().hex}.tmp")
                     shutil.copyfile(full, tmp)
                     os.replace(tmp, blob)
-                mode = stat.S_IMODE(st.st_mode)
+                mode = stat.S_IMODE(st.st_mode) & mode_mask
                 entries.append({"path": rel, "type": "file", "sha256": digest, "mode": mode})
                 total += st.st_size
         body = json.dumps({"entries": entries}, sort_keys=True).encode()
@@ -205,11 +212,43 @@ class SnapshotStore:
         path = self.root / "manifests" / f"{manifest_digest}.json"
         return json.loads(path.read_bytes())["entries"]
 
-    def materialize(self, manifest_digest: str, dest: Path) -> None:
-        """Recreate a captured tree in ``dest`` (which must be empty or absent)."""
+    def materialize(
+        self,
+        manifest_digest: str,
+        dest: Path,
+        *,
+        over: str | None = None,
+        stale: frozenset[str] = frozenset(),
+    ) -> set[str]:
+        """Recreate a captured tree in ``dest`` (which must be empty or absent); returns the
+        paths written or removed.
+
+        With ``over``, ``dest`` holds the tree of manifest ``over`` (as this method wrote it,
+        except the ``stale`` paths, which are rewritten) and only the difference is written:
+        a clone of the next round's snapshot costs what the round changed.
+        """
+        want = {str(e["path"]): e for e in self.manifest(manifest_digest)}
+        have = {str(e["path"]): e for e in self.manifest(over)} if over else {}
+        for path in stale:
+            have.pop(path, None)
+        touched: set[str] = set()
         dest.mkdir(parents=True, exist_ok=True)
-        for e in self.manifest(manifest_digest):
-            target = dest / str(e["path"])
+        if have:
+            want_dirs = _dirs_of(want)
+            for path in sorted(set(have) - set(want), reverse=True):
+                _remove(dest / path)
+                touched.add(path)
+            for d in sorted(_dirs_of(have) - want_dirs, reverse=True):
+                _remove(dest / d)
+                touched.add(d)
+        for path, e in want.items():
+            old = have.get(path)
+            if old == e:
+                continue
+            target = dest / path
+            touched.add(path)
+            if os.path.lexists(target):
+                _remove(target)  # never write through what is there (it may be a hard link)
             target.parent.mkdir(parents=True, exist_ok=True)
             if e["type"] == "dir":
                 target.mkdir(exist_ok=True)
@@ -218,3 +257,25 @@ class SnapshotStore:
             else:
                 shutil.copyfile(self._blob(str(e["sha256"])), target)
                 os.chmod(target, int(e["mode"]))  # type: ignore[arg-type]
+        return touched
+
+
+def _dirs_of(entries: dict[str, dict[str, object]]) -> set[str]:
+    """Every directory a manifest's tree holds (its dir entries and its files' parents)."""
+    out: set[str] = set()
+    for path, e in entries.items():
+        if e["type"] == "dir":
+            out.add(path)
+        parent = os.path.dirname(path)
+        while parent and parent not in out:
+            out.add(parent)
+            parent = os.path.dirname(parent)
+    return out
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, link or directory tree; links are removed, never followed."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)

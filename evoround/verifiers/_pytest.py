@@ -51,9 +51,16 @@ CONTROL_MARKER = "markers =\n    {marker}: evoround control test\n"
 
 
 def copy_suite(
-    sandbox: Sandbox, tests: list[ActiveTest], dest: str, extra: dict[str, str] | None = None
+    sandbox: Sandbox,
+    tests: list[ActiveTest],
+    dest: str,
+    extra: dict[str, str] | None = None,
+    *,
+    under: str = "",
 ) -> None:
-    """Copy the active suite from the task directory on the host into ``dest`` in a sandbox.
+    """Copy the active suite from the task directory on the host into ``dest/under`` in a
+    sandbox, with ``extra`` files (paths relative to ``dest``) in the same single copy:
+    one archive in, whatever the verifier needs beside the tests.
 
     Verifiers take tests from the task, never from the workspace, so nothing the agent
     wrote can stand in for them.
@@ -61,10 +68,11 @@ def copy_suite(
     staging = Path(tempfile.mkdtemp(prefix="evoround-suite-"))
     try:
         for t in tests:
-            target = staging / t.path
+            target = staging / under / t.path
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(t.source, target)
         for rel, text in (extra or {}).items():
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / rel).write_text(text, encoding="utf-8")
         sandbox.copy_in(str(staging), dest)
     finally:
@@ -294,12 +302,19 @@ def run_pytest(
     junit_path = f"{base}/report-{secrets.token_hex(8)}.xml"
     runner_path = f"{base}/run-{secrets.token_hex(8)}.py"
     controls = make_controls(Path(t.path).name for t in tests)
-    copy_suite(sandbox, tests, suite_root, extra={controls.filename: controls.source})
-    sandbox.write_file(
-        f"{base}/pytest.ini",
-        INI.format(workdir=sandbox.workdir) + CONTROL_MARKER.format(marker=controls.marker),
+    # one archive in (suite, controls, config, runner) and one out (the JUnit report)
+    copy_suite(
+        sandbox,
+        tests,
+        base,
+        under="suite",
+        extra={
+            f"suite/{controls.filename}": controls.source,
+            "pytest.ini": INI.format(workdir=sandbox.workdir)
+            + CONTROL_MARKER.format(marker=controls.marker),
+            runner_path.rsplit("/", 1)[1]: RUNNER,
+        },
     )
-    sandbox.write_file(runner_path, RUNNER)
     args = [
         "-c",
         f"{base}/pytest.ini",

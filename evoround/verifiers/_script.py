@@ -190,9 +190,14 @@ def run_script(
     suite_root = f"{base}/tests"
     logs_dir = f"{base}/logs"
     verifier_dir = f"{logs_dir}/verifier"
-    copy_suite(sandbox, tests, suite_root)
-    sandbox.write_file(f"{verifier_dir}/.keep", "")
-    sandbox.write_file(f"{logs_dir}/artifacts/.keep", "")
+    # one archive in: the suite and the (empty) log folders the script writes to
+    copy_suite(
+        sandbox,
+        tests,
+        base,
+        under="tests",
+        extra={"logs/verifier/.keep": "", "logs/artifacts/.keep": ""},
+    )
     entry = next((t for t in tests if t.path == script), None)
     if entry is None:
         problem = f"the active suite has no {script} (verifier.script)"

@@ -20,7 +20,8 @@ from tests.conftest import write_task
 
 BACKENDS = [
     "local",
-    pytest.param("docker", marks=pytest.mark.docker),  # workspace snapshots (default)
+    pytest.param("docker", marks=pytest.mark.docker),  # host-folder workspaces (default)
+    pytest.param("docker-archive", marks=pytest.mark.docker),  # workspaces streamed as tars
     pytest.param("docker-commit", marks=pytest.mark.docker),  # `docker commit` snapshots
 ]
 
@@ -51,7 +52,7 @@ def provider(
         request.getfixturevalue("docker_client")
         from evoround.sandboxes.docker import DockerProvider
 
-        mode = "commit" if request.param == "docker-commit" else "workspace"
+        mode = {"docker": "workspace", "docker-archive": "archive"}.get(request.param, "commit")
         p = DockerProvider(store, job=f"conformance-{mode}", snapshot_mode=mode)
     yield p
     p.close()

@@ -317,9 +317,14 @@ def test_sigkilled_engine_leaves_containers_that_cleanup_removes(docker_client, 
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         assert containers(docker_client, job), "a SIGKILLed engine cannot clean up"
+        folders = tmp_path / "s" / "docker-workspaces"
+        assert list(folders.glob(f"{job}-*")), "its host workspaces are left too"
         report = cleanup_docker(docker_client, job=job)
         assert report.containers and not report.errors
         assert containers(docker_client, job) == []
+        # the next provider on the same store sweeps the dead engine's host workspaces
+        DockerProvider(SnapshotStore(tmp_path / "s"), job="next", client=docker_client).close()
+        assert not list(folders.glob(f"{job}-*"))
     finally:
         proc.kill()
         cleanup_docker(docker_client, job=job)

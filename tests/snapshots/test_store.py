@@ -87,3 +87,64 @@ def test_torn_last_line_is_skipped_and_healed(tmp_path: Path):
     w.close()
     records, problems = read_results(path)
     assert [r.round for r in records] == [1, 2, 3] and problems == []
+
+
+def _tree(root: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink():
+            out[rel] = ("link", os.readlink(p))
+        elif p.is_dir():
+            out[rel] = "dir"
+        else:
+            out[rel] = ("file", p.read_bytes(), p.stat().st_mode & 0o777)
+    return out
+
+
+def test_materialize_over_a_parent_writes_only_the_difference(tmp_path: Path):
+    """Files, links, empty dirs and type changes: the result equals a full materialize."""
+    store = SnapshotStore(tmp_path / "store")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, files in (
+        (a, {"keep.txt": "same", "gone.txt": "x", "dir/f": "1", "to_dir": "file", "deep/x/y": "z"}),
+        (b, {"keep.txt": "same", "new.txt": "n", "to_dir/inner": "now a dir", "dir": "a file"}),
+    ):
+        for rel, text in files.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(text)
+    (a / "empty").mkdir()
+    (a / "link").symlink_to("keep.txt")
+    (b / "link").symlink_to("new.txt")
+    (b / "empty2").mkdir()
+    ma, _, _ = store.capture_dir(a)
+    mb, _, _ = store.capture_dir(b)
+    dest = tmp_path / "dest"
+    store.materialize(ma, dest)
+    kept_inode = (dest / "keep.txt").stat().st_ino
+    touched = store.materialize(mb, dest, over=ma)
+    full = tmp_path / "full"
+    store.materialize(mb, full)
+    assert _tree(dest) == _tree(full)
+    assert (dest / "keep.txt").stat().st_ino == kept_inode, "an unchanged file is not rewritten"
+    assert "keep.txt" not in touched
+    # a stale path (changed behind the store's back) is rewritten, not written through
+    (dest / "new.txt").unlink()
+    os.link(dest / "keep.txt", dest / "new.txt")
+    store.materialize(mb, dest, over=mb, stale=frozenset({"new.txt"}))
+    assert (dest / "keep.txt").read_text() == "same"
+    assert _tree(dest) == _tree(full)
+
+
+def test_snapshot_sees_an_in_place_rewrite_that_keeps_size_and_mtime(tmp_path: Path):
+    store = SnapshotStore(tmp_path / "store")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    f = ws / "f.txt"
+    f.write_text("aaaa")
+    first, _, _ = store.capture_dir(ws)
+    st = f.stat()
+    f.write_text("bbbb")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    second, _, _ = store.capture_dir(ws)
+    assert first != second

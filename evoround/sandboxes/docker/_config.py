@@ -18,7 +18,12 @@ LABEL_ATTEMPT = "evoround.attempt"
 
 class SnapshotMode(StrEnum):
     workspace = "workspace"
+    """Workspace contents in the snapshot store; host-folder workspaces when the daemon runs
+    on this machine (see ``_hostws``), else ``archive``."""
+    archive = "archive"
+    """Workspace contents in the snapshot store, streamed through the Docker API as tars."""
     commit = "commit"
+    """``docker commit`` of the whole container."""
 
 
 def _safe_name(text: str) -> str:

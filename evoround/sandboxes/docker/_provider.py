@@ -38,6 +38,13 @@ from evoround.sandboxes.docker._config import (
     _is_image_locator,
     _safe_name,
 )
+from evoround.sandboxes.docker._hostws import (
+    HostFolder,
+    ImageFacts,
+    daemon_is_local,
+    sweep_workspaces,
+    workspaces_root,
+)
 from evoround.sandboxes.docker._images import (
     ROLE_LABEL,
     ImageError,
@@ -48,13 +55,18 @@ from evoround.sandboxes.docker._images import (
     image_id,
     resolve_bases,
 )
+from evoround.sandboxes.docker._pool import Spare, SparePool
 from evoround.sandboxes.docker._pristine import PRISTINE, PristinePython, ensure_pristine
 from evoround.sandboxes.docker._sandbox import DockerSandbox
 from evoround.settings import settings
 from evoround.snapshots import Snapshot, SnapshotKind, SnapshotStore
 from evoround.tasks import Task, resolve_host_env
 
-# ---- provider --------------------------------------------------------------------
+RECYCLE_WAIT_SEC = 3.0
+"""How long a clone waits for a folder being recycled that may hold its parent snapshot
+(repairing and starting its container takes well under that; an agent turn is longer)."""
+RECYCLE_WAIT_BYTES = 16 << 20
+"""Smaller workspaces are written whole at once rather than waiting for a recycled folder."""
 
 _LIVE_PROVIDERS: weakref.WeakSet[DockerProvider] = weakref.WeakSet()
 
@@ -104,6 +116,10 @@ class DockerProvider(SandboxProvider):
         self.base_image = base_image or default_base_image()
         mode = snapshot_mode or settings().docker_snapshot or "workspace"
         self.snapshot_mode = SnapshotMode(mode)
+        self._ws_root: Path | None = None
+        """Host-folder workspaces (``workspace`` mode with a daemon on this machine)."""
+        self._picked = False
+        sweep_workspaces(store.root)  # what an engine killed with -9 left
         self.prestart = prestart
         self._client = client
         self._log = log or (lambda _msg: None)
@@ -111,9 +127,9 @@ class DockerProvider(SandboxProvider):
         self._images: dict[str, TaskImage] = {}
         self._pristine: dict[str, PristinePython] = {}
         self._workdir_empty: dict[str, bool] = {}
+        self._facts = ImageFacts(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
         self._live: dict[str, DockerSandbox] = {}
-        self._spares: dict[tuple[Any, ...], list[str]] = {}
-        self._refilling: set[tuple[Any, ...]] = set()
+        self._pool = SparePool()
         self._pending: set[Future[Any]] = set()
         self._created_images: list[str] = []
         self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evoround-docker")
@@ -129,7 +145,25 @@ class DockerProvider(SandboxProvider):
                 self._client = connect()
             except ImageError as e:
                 raise SandboxUnavailable(str(e)) from e
+        if not self._picked:
+            self._picked = True
+            self._pick_workspace_backend(self._client)
         return self._client
+
+    def _pick_workspace_backend(self, client: docker.DockerClient) -> None:
+        """``workspace`` mode keeps workspaces in host folders when the daemon can mount them
+        (it runs on this machine), else falls back to archives streamed through the API."""
+        if self.snapshot_mode is SnapshotMode.workspace:
+            if daemon_is_local(str(client.api.base_url)):
+                self._ws_root = workspaces_root(self.store.root)
+            else:
+                self.snapshot_mode = SnapshotMode.archive
+
+    @property
+    def host_workspaces(self) -> bool:
+        """Whether containers' workspaces are host folders (see :mod:`._hostws`)."""
+        _ = self.client
+        return self._ws_root is not None
 
     def base_images(self, tasks: list[Task]) -> dict[str, str]:
         """Before any attempt: each task's base image choice (``FROM`` or ``X -> Y (via)``).
@@ -189,7 +223,7 @@ class DockerProvider(SandboxProvider):
         return cached
 
     # -- containers --
-    def _host_config(self, task: Task) -> dict[str, Any]:
+    def _host_config(self, task: Task, folder: HostFolder | None = None) -> dict[str, Any]:
         env = task.config.environment
         pp = self.pristine_python(task)
         pristine = (
@@ -207,7 +241,14 @@ class DockerProvider(SandboxProvider):
             mem_limit=f"{env.memory_mb}m",
             memswap_limit=f"{env.memory_mb}m",
             pids_limit=env.pids,
+            # no device nodes in a host-folder workspace (nor anywhere else)
+            cap_drop=["MKNOD"] if folder is not None else None,
             mounts=[Mount(target=SCRATCH, source=None, type="volume")]
+            + (
+                [Mount(target=env.workdir, source=str(folder.ws), type="bind")]
+                if folder is not None
+                else []
+            )
             + pristine
             + [
                 Mount(target=dest, source=src, type="bind", read_only=True)
@@ -215,7 +256,9 @@ class DockerProvider(SandboxProvider):
             ],
         )
 
-    def _start_container(self, task: Task, image: str, name: str, attempt: str) -> str:
+    def _start_container(
+        self, task: Task, image: str, name: str, attempt: str, folder: HostFolder | None = None
+    ) -> str:
         labels = {
             LABEL: "1",
             ROLE_LABEL: "sandbox",
@@ -225,6 +268,8 @@ class DockerProvider(SandboxProvider):
         }
         cname = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
         api = self.client.api
+        if folder is not None:
+            self._facts.adopt_owner(image, task.config.environment.workdir, folder.ws)
         try:
             cid = api.create_container(
                 image,
@@ -235,7 +280,7 @@ class DockerProvider(SandboxProvider):
                 labels=labels,
                 name=cname,
                 hostname="sandbox",
-                host_config=self._host_config(task),
+                host_config=self._host_config(task, folder),
             )["Id"]
         except docker.errors.APIError as e:
             raise SandboxUnavailable(f"cannot create a container for {name}: {e}") from e
@@ -256,26 +301,37 @@ class DockerProvider(SandboxProvider):
             tuple(sorted(env.env.items())),
         )  # fmt: skip
 
-    def _refill(self, key: tuple[Any, ...], task: Task, image: str) -> None:
-        with self._lock:
-            if not self.prestart or self._closed or key in self._refilling or self._spares.get(key):
-                return
-            self._refilling.add(key)
+    def _refill(self, key: tuple[Any, ...], task: Task, image: str, holds: str | None) -> None:
+        """Prepare a spare in the background: started, and (host folders) holding manifest
+        ``holds`` (None: empty), so a later clone writes only a difference."""
+        if not self.prestart or self._closed or not self._pool.begin_fill(key, holds):
+            return
 
         def work() -> None:
-            cid = None
+            spare: Spare | None = None
+            folder = HostFolder(self._ws_root, self.job) if self._ws_root else None
             try:
-                cid = self._start_container(task, image, "spare", "spare")
+                if folder is not None and holds:
+                    folder.write(self.store, holds, None)
+                cid = self._start_container(task, image, "spare", "spare", folder)
+                spare = Spare(cid, folder)
+                folder = None
             finally:
-                with self._lock:
-                    self._refilling.discard(key)
-                    if cid is not None and not self._closed:
-                        self._spares.setdefault(key, []).append(cid)
-                        cid = None
-                if cid is not None:  # provider closed meanwhile
-                    self._remove_container(cid)
+                if folder is not None:
+                    folder.remove()
+                if self._closed and spare is not None:
+                    self._remove_spare(spare)
+                    spare = None
+                for old in self._pool.end_fill(key, holds, spare):
+                    self._remove_spare(old)
 
         self._submit(work)
+
+    def _remove_spare(self, spare: Spare) -> None:
+        with contextlib.suppress(Exception):
+            self._remove_container(spare.container_id)
+        if spare.folder is not None:
+            spare.folder.remove()
 
     def _submit(self, fn: Callable[[], None]) -> bool:
         """Run ``fn`` in the background; False if that is impossible (interpreter exit)."""
@@ -292,25 +348,41 @@ class DockerProvider(SandboxProvider):
         with self._lock:
             self._pending.discard(fut)
 
-    def _acquire(self, task: Task, image: str, name: str) -> str:
-        """A started container of ``image``: a prestarted spare when one is ready."""
+    def _acquire(
+        self,
+        task: Task,
+        image: str,
+        name: str,
+        want: str | None = None,
+        parent: str | None = None,
+        size: int = 0,
+    ) -> Spare:
+        """A started container of ``image``: a prestarted spare when one is ready (with host
+        folders, preferably one already holding ``want`` or its ``parent``)."""
         key = self._pool_key(task, image)
-        cid = None
-        with self._lock:
-            spares = self._spares.get(key)
-            if spares:
-                cid = spares.pop()
-        if cid is not None:
+        wait = RECYCLE_WAIT_SEC if size >= RECYCLE_WAIT_BYTES else 0.0
+        spare = self._pool.take(key, want, parent, wait=wait)
+        if spare is not None:
             try:
                 new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
-                self.client.api.rename(cid, new_name)
+                self.client.api.rename(spare.container_id, new_name)
             except docker.errors.APIError:
-                self._remove_container(cid)
-                cid = None
-        if cid is None:
-            cid = self._start_container(task, image, name, name)
-        self._refill(key, task, image)
-        return cid
+                self._remove_spare(spare)
+                spare = None
+        if spare is None:
+            folder = HostFolder(self._ws_root, self.job) if self._ws_root else None
+            try:
+                spare = Spare(self._start_container(task, image, name, name, folder), folder)
+            except BaseException:
+                if folder is not None:
+                    folder.remove()
+                raise
+        self._refill(key, task, image, None)  # keep a started spare ready
+        if want and size >= RECYCLE_WAIT_BYTES and not self._pool.holding(key):
+            # a big workspace: a second folder in circulation, so one is always ready while
+            # the other is recycled (one full copy, off the hot path)
+            self._refill(key, task, image, want)
+        return spare
 
     def _image_workdir_empty(self, sb: DockerSandbox) -> bool:
         key = sb.image.image_id
@@ -329,6 +401,7 @@ class DockerProvider(SandboxProvider):
         if snapshot is not None and snapshot.backend != BACKEND:
             raise SandboxError(f"snapshot {snapshot.id} is a {snapshot.backend} snapshot")
         img = self.task_image(task)
+        folder: HostFolder | None = None
         if snapshot is not None and _is_image_locator(snapshot.locator):
             if image_id(self.client, snapshot.locator) is None:
                 raise SandboxError(
@@ -337,12 +410,21 @@ class DockerProvider(SandboxProvider):
                 )
             cid = self._start_container(task, snapshot.locator, name, name)
         else:
-            cid = self._acquire(task, img.image_id, name)
-        sb = DockerSandbox(self, cid, name, task, img, self.pristine_python(task))
+            if snapshot is not None:
+                self._check_content(snapshot)
+            want = snapshot.locator if snapshot is not None else None
+            size = snapshot.size_bytes if snapshot is not None else 0
+            spare = self._acquire(
+                task, img.image_id, name, want, self._parent_manifest(snapshot), size
+            )
+            cid, folder = spare.container_id, spare.folder
+        sb = DockerSandbox(self, cid, name, task, img, self.pristine_python(task), folder)
         with self._lock:
             self._live[cid] = sb
         try:
-            if snapshot is None:
+            if folder is not None:
+                self._fill_folder(folder, task, img, snapshot)
+            elif snapshot is None:
                 if task.workspace_dir.is_dir():
                     sb.copy_in(str(task.workspace_dir), sb.workdir)
             elif not _is_image_locator(snapshot.locator):
@@ -352,13 +434,50 @@ class DockerProvider(SandboxProvider):
             raise
         return sb
 
-    def _restore_workspace(self, sb: DockerSandbox, snapshot: Snapshot) -> None:
+    def _parent_manifest(self, snapshot: Snapshot | None) -> str | None:
+        if snapshot is None or not snapshot.parent:
+            return None
+        try:
+            return self.store.get(snapshot.parent).locator
+        except KeyError:
+            return None
+
+    def _check_content(self, snapshot: Snapshot) -> None:
         try:
             self.store.manifest(snapshot.locator)
         except FileNotFoundError:
             raise SandboxError(
                 f"snapshot {snapshot.id}: content missing from {self.store.root}"
             ) from None
+
+    def _fill_folder(
+        self, folder: HostFolder, task: Task, img: TaskImage, snapshot: Snapshot | None
+    ) -> None:
+        """Write a (not yet used) container's host workspace: the snapshot, or the image's
+        workdir plus the task's workspace; only the difference to what it already holds."""
+        if folder.holds is None:
+            folder.clear()
+        if snapshot is not None:
+            folder.write(self.store, snapshot.locator, folder.holds or None)
+        else:
+            folder.written = None  # not a snapshot: nothing to recycle it to
+            base = self._facts.workspace(img.image_id, task.config.environment.workdir)
+            if base or folder.holds:
+                want = base or self._empty_manifest()
+                self.store.materialize(want, folder.ws, over=folder.holds or None)
+            if task.workspace_dir.is_dir():
+                shutil.copytree(task.workspace_dir, folder.ws, dirs_exist_ok=True, symlinks=True)
+        folder.holds = None  # the container may change it from now on
+
+    def _empty_manifest(self) -> str:
+        tmp = Path(tempfile.mkdtemp(prefix="evoround-empty-"))
+        try:
+            return self.store.capture_dir(tmp)[0]
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _restore_workspace(self, sb: DockerSandbox, snapshot: Snapshot) -> None:
+        """Archive mode: the snapshot's tree put into the container as one tar."""
         if not self._image_workdir_empty(sb):
             # The image ships files in its workdir; the snapshot is the whole truth.
             sb.exec(["find", sb.workdir, "-mindepth", "1", "-delete"], timeout=120)
@@ -381,15 +500,44 @@ class DockerProvider(SandboxProvider):
     def _release(self, sb: DockerSandbox) -> None:
         """Remove a closed sandbox's container, in the background when possible."""
 
+        key = self._pool_key(sb.task, sb.image.image_id)
+        recycle = sb.folder is not None and sb.folder.written is not None and not self._closed
+        if recycle:
+            self._pool.begin_recycle(key)
+
         def work() -> None:
             try:
                 self._remove_container(sb.container_id)
+                if sb.folder is not None and recycle:
+                    self._recycle(sb.folder, sb.task, sb.image.image_id)
+                elif sb.folder is not None:
+                    sb.folder.remove()
             finally:
+                if recycle:
+                    self._pool.end_recycle(key)
                 with self._lock:
                     self._live.pop(sb.container_id, None)
 
         if self._closed or not self._submit(work):
             work()
+
+    def _recycle(self, folder: HostFolder, task: Task, image: str) -> None:
+        """A closed clone's folder, repaired to its snapshot, under a new spare container:
+        the next clone of a child snapshot writes only the difference (see _hostws)."""
+        spare: Spare | None = None
+        try:
+            if self._closed or not self.prestart or not folder.repair(self.store):
+                return
+            cid = self._start_container(task, image, "spare", "spare", folder)
+            spare = Spare(cid, folder)
+        finally:
+            if spare is None:
+                folder.remove()
+        for old in self._pool.add(self._pool_key(task, image), spare):
+            self._remove_spare(old)
+        if self._closed:
+            for s in self._pool.drain():
+                self._remove_spare(s)
 
     def _track_image(self, image: str, kind: SnapshotKind) -> None:
         if kind is not SnapshotKind.reference:
@@ -409,7 +557,7 @@ class DockerProvider(SandboxProvider):
 
     def close(self) -> None:
         with self._lock:
-            if self._closed and not self._live and not self._spares:
+            if self._closed and not self._live and self._pool.empty():
                 return
             self._closed = True
         _LIVE_PROVIDERS.discard(self)
@@ -417,18 +565,17 @@ class DockerProvider(SandboxProvider):
         self._executor.shutdown(wait=True)
         with self._lock:
             live = list(self._live.values())
-            spares = [c for cids in self._spares.values() for c in cids]
-            self._spares.clear()
         for sb in live:
             sb._closed = True
             sb._close_relays()
             with contextlib.suppress(Exception):
                 self._remove_container(sb.container_id)
+            if sb.folder is not None:
+                sb.folder.remove()
             with self._lock:
                 self._live.pop(sb.container_id, None)
-        for cid in spares:
-            with contextlib.suppress(Exception):
-                self._remove_container(cid)
+        for spare in self._pool.drain():
+            self._remove_spare(spare)
         if not self.keep_snapshots:
             with self._lock:
                 images, self._created_images = self._created_images, []

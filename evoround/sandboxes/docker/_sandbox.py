@@ -97,6 +97,7 @@ from evoround.sandboxes.docker._exec import (
     PRISTINE_WRAPPER,
     _read_frames,
 )
+from evoround.sandboxes.docker._hostws import MODE_MASK, HostFolder
 from evoround.sandboxes.docker._images import (
     ROLE_LABEL,
     TaskImage,
@@ -129,8 +130,11 @@ class DockerSandbox(Sandbox):
         task: Task,
         image: TaskImage,
         pristine: PristinePython | None = None,
+        folder: HostFolder | None = None,
     ) -> None:
         self._provider = provider
+        self.folder = folder
+        """The host folder mounted at the workdir (host-folder workspaces), else None."""
         self.pristine = pristine
         """Commit mode: the task image's untouched tools, mounted read-only (see _pristine)."""
         self.container_id = container_id
@@ -406,6 +410,8 @@ class DockerSandbox(Sandbox):
     # -- snapshots --
     def snapshot(self, label: SnapshotLabel) -> Snapshot:
         self._check_open()
+        if self.folder is not None:
+            return self._capture_folder(label, self.folder)
         if self._provider.snapshot_mode is SnapshotMode.commit:
             return self._commit(label)
         store = self._provider.store
@@ -441,6 +447,23 @@ class DockerSandbox(Sandbox):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return store.register(label, BACKEND, manifest, size_bytes=size, files=files)
+
+    def _capture_folder(self, label: SnapshotLabel, folder: HostFolder) -> Snapshot:
+        """Walk the host workspace with the store's stat cache while the container is frozen
+        (nothing can change a file, or swap a directory for a link, mid-walk)."""
+        env = self.task.config.environment
+        self._api_call("pause for snapshot", lambda: self._api.pause(self.container_id))
+        try:
+            manifest, size, files = self._provider.store.capture_dir(
+                folder.ws,
+                max_files=env.max_workspace_files,
+                max_bytes=env.max_workspace_mb << 20,
+                mode_mask=MODE_MASK,
+            )
+        finally:
+            with contextlib.suppress(docker.errors.APIError):
+                self._api.unpause(self.container_id)
+        return self._provider.store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 
     def _commit(self, label: SnapshotLabel) -> Snapshot:
         labels = {

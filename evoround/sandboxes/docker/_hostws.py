@@ -1,0 +1,258 @@
+"""Docker workspaces as host folders, bind-mounted into their containers.
+
+In ``workspace`` snapshot mode (the default when the daemon runs on this machine) every
+container's workdir is a host folder ``<store>/docker-workspaces/<job>-<id>/ws``. A snapshot
+pauses the container and walks that folder with the snapshot store's stat cache, so a round
+boundary costs what the round changed, not what the workspace holds; a clone's folder is
+written from the store, only the difference to what a prestarted spare already holds.
+
+Hostile-file safety, since the host now reads what an untrusted root process wrote:
+
+- the walk never follows a link (``lstat``, links stored as links) and keeps regular files,
+  directories and links only; the container is frozen while it runs, so nothing can swap a
+  directory for a link between the walk and a read;
+- modes are masked to ``0o755``: no setuid, setgid or sticky bit (nor group/other write) is
+  carried into a snapshot, the same bits the archive path's ``tar`` filter drops;
+- containers run without ``CAP_MKNOD``, so no device node can appear in the folder, and the
+  ``docker-workspaces`` folder is ``0700``: no other host user can reach what is inside;
+- a hard link cannot cross into the bind mount from the container's own filesystem
+  (``EXDEV``), and mounts made in the container do not propagate to the host;
+- a folder is written by the host only before its container starts or while it is
+  untouched (a spare), or after its container is gone: a clone's folder is then *recycled*
+  (:meth:`HostFolder.repair`): every entry whose ``lstat`` differs from what the host wrote
+  (ctime included, which no one can set back) is removed and rewritten from the store,
+  anything new is removed, so the folder again holds exactly the snapshot and serves the
+  next clone, which then writes only what the next round changed. Writes never go through
+  an existing entry (it may be a hard link the container made); ``rmtree`` never follows
+  links.
+
+A SIGKILLed engine leaves folders that name their owner's pid; the next provider on the same
+store removes those whose owner is dead (:func:`sweep_workspaces`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import docker.errors
+
+from evoround.sandboxes._local import OWNER_FILE, sweep_orphans
+from evoround.sandboxes.docker._archive import _extract_workspace
+from evoround.snapshots import SnapshotStore
+
+Stat = tuple[int, int, int, int, int]
+
+SUBDIR = "docker-workspaces"
+MODE_MASK = 0o755
+"""File mode bits a snapshot of an untrusted host folder keeps."""
+
+
+def workspaces_root(store_root: Path) -> Path:
+    """The (private, ``0700``) parent of every host workspace of a store."""
+    root = store_root / SUBDIR
+    root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)
+    return root
+
+
+def sweep_workspaces(store_root: Path) -> list[Path]:
+    """Remove host workspaces whose engine is dead (killed with -9: nothing closed them)."""
+    root = store_root / SUBDIR
+    return sweep_orphans(root) if root.is_dir() else []
+
+
+def daemon_is_local(base_url: str) -> bool:
+    """Whether bind mounts of host folders reach the daemon: a unix socket on this machine."""
+    # docker-py names a unix-socket daemon "http+docker://localhost" (ssh: ".../ssh")
+    return base_url in ("http+docker://localhost", "http+docker://localunixsocket")
+
+
+Owner = tuple[int, int, int]
+"""uid, gid and mode bits of a directory."""
+
+
+def image_workspace(
+    api: docker.APIClient, store: SnapshotStore, image: str, workdir: str, labels: dict[str, str]
+) -> tuple[str, Owner]:
+    """The manifest of what ``image`` ships in ``workdir`` ("" when nothing) and the owner
+    and mode of that directory. A bind mount hides both, so a host workspace starts from a
+    copy of the files and takes the directory's owner and mode: read from a created (never
+    started) container, as the archive path would have seen them."""
+    cid = api.create_container(image, command=["true"], labels=labels)["Id"]
+    tmp = Path(tempfile.mkdtemp(prefix="evoround-imagews-"))
+    owner: Owner = (0, 0, 0o755)
+    try:
+        try:
+            stream, _ = api.get_archive(cid, workdir)
+        except docker.errors.NotFound:
+            return "", owner
+        chunks = iter(stream)
+        head = b""
+        for chunk in chunks:
+            head += chunk
+            if len(head) >= 512:
+                break
+        with contextlib.suppress(tarfile.TarError, ValueError):
+            top = tarfile.TarInfo.frombuf(head[:512], "utf-8", "surrogateescape")
+            if top.isdir():
+                owner = (top.uid, top.gid, top.mode & 0o777)
+        _extract_workspace(itertools.chain([head], chunks), tmp)
+        manifest = store.capture_dir(tmp, mode_mask=MODE_MASK)[0] if any(tmp.iterdir()) else ""
+        return manifest, owner
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(Exception):
+            api.remove_container(cid, force=True, v=True)
+
+
+class ImageFacts:
+    """What host workspaces need to know of a task image's workdir, asked once per image."""
+
+    def __init__(
+        self, api: Callable[[], docker.APIClient], store: SnapshotStore, labels: dict[str, str]
+    ) -> None:
+        self._api, self._store, self._labels = api, store, labels
+        self._lock = threading.Lock()
+        self._known: dict[str, tuple[str, Owner]] = {}
+
+    def _get(self, image: str, workdir: str) -> tuple[str, Owner]:
+        key = f"{image}:{workdir}"
+        with self._lock:
+            if key in self._known:
+                return self._known[key]
+        value = image_workspace(self._api(), self._store, image, workdir, self._labels)
+        with self._lock:
+            self._known[key] = value
+        return value
+
+    def workspace(self, image: str, workdir: str) -> str:
+        """The manifest of what the image ships in ``workdir`` ("" when nothing)."""
+        return self._get(image, workdir)[0]
+
+    def adopt_owner(self, image: str, workdir: str, folder: Path) -> None:
+        """Give a host workspace the owner and mode of the image's workdir (an image that
+        runs as another user can write where it could without the bind mount)."""
+        uid, gid, mode = self._get(image, workdir)[1]
+        os.chown(folder, uid, gid)
+        os.chmod(folder, mode)
+
+
+class HostFolder:
+    """One container's workspace folder and what it holds (a manifest, or None: unknown)."""
+
+    def __init__(self, root: Path, job: str) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=f"{job}-", dir=root))
+        (self.path / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
+        self.ws = self.path / "ws"
+        self.ws.mkdir()
+        self.holds: str | None = ""
+        """The manifest the folder holds exactly as the host wrote it ("" = empty), or None
+        once a container may have changed it (then only emptying it first is safe)."""
+        self.written: str | None = None
+        """The manifest last written here (kept while a container uses the folder)."""
+        self._stamp: dict[str, Stat] = {}
+        """``lstat`` of every entry as the host left it (the evidence :meth:`repair` uses)."""
+
+    def write(self, store: SnapshotStore, manifest: str, over: str | None) -> None:
+        """Make the folder hold ``manifest`` (``over``: what it holds now, or None: empty)."""
+        touched = store.materialize(manifest, self.ws, over=over)
+        if over is None:
+            self._stamp = {}
+            touched = set(_walk(self.ws))
+        self._restamp(touched)
+        self.holds = self.written = manifest
+
+    def _restamp(self, paths: set[str]) -> None:
+        for rel in paths:
+            st = _lstat(self.ws / rel)
+            if st is None:
+                self._stamp.pop(rel, None)
+            else:
+                self._stamp[rel] = st
+            parent = os.path.dirname(rel)
+            while parent:  # a parent created on the way
+                if parent not in self._stamp:
+                    pst = _lstat(self.ws / parent)
+                    if pst is not None:
+                        self._stamp[parent] = pst
+                parent = os.path.dirname(parent)
+
+    def repair(self, store: SnapshotStore) -> bool:
+        """After the container is gone: back to exactly ``written`` (see the module doc).
+        Returns False when there is nothing known to go back to."""
+        if not self.written:
+            return False
+        found = _walk(self.ws)
+        stale: set[str] = set()
+        for rel in sorted(found, reverse=True):  # children before their directory
+            st = _lstat(self.ws / rel)
+            if st is None or self._stamp.get(rel) != st:
+                if (
+                    rel in self._stamp
+                    and st is not None
+                    and _is_dir(st)
+                    and _is_dir(self._stamp[rel])
+                ):
+                    continue  # a directory's times change with its entries: checked one by one
+                _remove(self.ws / rel)
+                stale.add(rel)
+        stale |= set(self._stamp) - set(found)
+        for rel in stale:
+            self._stamp.pop(rel, None)
+        touched = store.materialize(
+            self.written, self.ws, over=self.written, stale=frozenset(stale)
+        )
+        self._restamp(touched)
+        self.holds = self.written
+        return True
+
+    def clear(self) -> None:
+        """Empty the workspace; the folder itself stays (it is the container's mount)."""
+        for child in os.scandir(self.ws):
+            if child.is_dir(follow_symlinks=False):
+                shutil.rmtree(child.path, ignore_errors=True)
+            else:
+                os.unlink(child.path)
+        self.holds = ""
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _walk(root: Path) -> set[str]:
+    """Every entry under ``root`` (relative paths); links are listed, never followed."""
+    out: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        for name in dirnames + filenames:
+            out.add(name if rel == "." else f"{rel}/{name}")
+    return out
+
+
+def _lstat(path: Path) -> Stat | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _is_dir(st: Stat) -> bool:
+    return stat.S_ISDIR(st[0])
+
+
+def _remove(path: Path) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
