@@ -162,5 +162,10 @@ class SandboxProvider(ABC):
         ``X -> Y (why)`` when substituted). Raises when a task's base cannot be had."""
         return {}
 
+    def expect(self, task: Task, count: int) -> None:
+        """A hint: about ``count`` sandboxes of ``task`` will be created soon (a task's SR
+        rounds, announced while their reference chain is built), so a provider may start
+        them ahead, overlapping that work. Nothing by default."""
+
     def close(self) -> None:
         """Release provider-wide resources (none by default)."""

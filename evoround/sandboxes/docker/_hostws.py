@@ -159,6 +159,8 @@ class HostFolder:
         once a container may have changed it (then only emptying it first is safe)."""
         self.written: str | None = None
         """The manifest last written here (kept while a container uses the folder)."""
+        self.written_bytes = 0
+        """The size of the snapshot last written (small ones are not worth recycling)."""
         self._stamp: dict[str, Stat] = {}
         """``lstat`` of every entry as the host left it (the evidence :meth:`repair` uses)."""
 

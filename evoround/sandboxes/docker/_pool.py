@@ -5,7 +5,9 @@ started, untouched spares per task image and configuration and refills them in t
 background. With host-folder workspaces a spare also comes with its folder already
 written: after a clone of snapshot S is taken, a spare holding S is prepared off the hot
 path, so the clone of the next round's snapshot (whose parent is S) writes only what that
-round changed.
+round changed. When creations are announced (a task's SR rounds, while their reference
+chain is built) the pool keeps up to that many spares, so their starts overlap the chain
+instead of following it one by one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from evoround.sandboxes.docker._hostws import HostFolder
 
 MAX_SPARES = 3
 """Spares kept per task image and configuration (the oldest goes first)."""
+MAX_EXPECTED = 16
+"""At most this many spares are kept for announced creations (:meth:`SparePool.expect`)."""
 
 
 @dataclass
@@ -34,8 +38,22 @@ class SparePool:
     def __init__(self) -> None:
         self._lock = threading.Condition()
         self._spares: dict[tuple[Any, ...], list[Spare]] = {}
-        self._filling: set[tuple[tuple[Any, ...], str | None]] = set()
+        self._filling: dict[tuple[tuple[Any, ...], str | None], int] = {}
         self._recycling: dict[tuple[Any, ...], int] = {}
+        self._expected: dict[tuple[Any, ...], int] = {}
+        """Announced creations not yet made, per key (capped at MAX_EXPECTED)."""
+
+    def expect(self, key: tuple[Any, ...], count: int) -> int:
+        """Announce ``count`` creations of ``key`` soon; returns the spares to start for them
+        (the shortfall of ready, filling and recycling spares)."""
+        with self._lock:
+            want = min(max(self._expected.get(key, 0), count), MAX_EXPECTED)
+            self._expected[key] = want
+            return max(0, want - self._supply(key))
+
+    def _supply(self, key: tuple[Any, ...]) -> int:
+        filling = sum(n for (k, _), n in self._filling.items() if k == key)
+        return len(self._spares.get(key) or []) + filling + self._recycling.get(key, 0)
 
     def take(
         self, key: tuple[Any, ...], want: str | None, parent: str | None, wait: float = 0.0
@@ -67,7 +85,14 @@ class SparePool:
                 self._lock.wait(left)
             if best is not None:
                 spares.remove(best)
+            if self._expected.get(key):
+                self._expected[key] -= 1
             return best
+
+    def short(self, key: tuple[Any, ...]) -> bool:
+        """Whether fewer spares are ready or coming than announced creations need (or none)."""
+        with self._lock:
+            return self._supply(key) < max(1, self._expected.get(key, 0))
 
     def holding(self, key: tuple[Any, ...]) -> int:
         """Folders of this key that hold a snapshot or soon will: ready, being recycled or
@@ -90,20 +115,26 @@ class SparePool:
 
     def begin_fill(self, key: tuple[Any, ...], holds: str | None) -> bool:
         """Claim the preparation of a spare holding ``holds``; False if one is ready or
-        being prepared already."""
+        being prepared already (an empty one: and announced creations have enough)."""
         with self._lock:
-            if (key, holds) in self._filling:
+            expected = self._expected.get(key, 0) if holds is None else 0
+            if expected and self._supply(key) >= expected:
                 return False
-            for s in self._spares.get(key) or []:
-                if (s.folder.holds if s.folder else "") == (holds or ""):
+            if not expected:
+                if self._filling.get((key, holds)):
                     return False
-            self._filling.add((key, holds))
+                for s in self._spares.get(key) or []:
+                    if (s.folder.holds if s.folder else "") == (holds or ""):
+                        return False
+            self._filling[(key, holds)] = self._filling.get((key, holds), 0) + 1
             return True
 
     def end_fill(self, key: tuple[Any, ...], holds: str | None, spare: Spare | None) -> list[Spare]:
         """Add a prepared spare; returns the spares evicted to stay within MAX_SPARES."""
         with self._lock:
-            self._filling.discard((key, holds))
+            self._filling[(key, holds)] -= 1
+            if not self._filling[(key, holds)]:
+                del self._filling[(key, holds)]
         return [] if spare is None else self.add(key, spare)
 
     def add(self, key: tuple[Any, ...], spare: Spare) -> list[Spare]:
@@ -111,7 +142,8 @@ class SparePool:
         with self._lock:
             spares = self._spares.setdefault(key, [])
             spares.append(spare)
-            evicted = spares[:-MAX_SPARES] if len(spares) > MAX_SPARES else []
+            keep = max(MAX_SPARES, self._expected.get(key, 0))
+            evicted = spares[:-keep] if len(spares) > keep else []
             del spares[: len(evicted)]
             self._lock.notify_all()
             return evicted

@@ -384,6 +384,15 @@ class DockerProvider(SandboxProvider):
             self._refill(key, task, image, want)
         return spare
 
+    def expect(self, task: Task, count: int) -> None:
+        """Start spares for ``count`` announced creations of ``task`` in the background (commit
+        mode starts clones from snapshot images, not spares: nothing to do)."""
+        if self.prestart and not self._closed and self.snapshot_mode is not SnapshotMode.commit:
+            image = self.task_image(task).image_id
+            key = self._pool_key(task, image)
+            for _ in range(self._pool.expect(key, count)):
+                self._refill(key, task, image, None)
+
     def _image_workdir_empty(self, sb: DockerSandbox) -> bool:
         key = sb.image.image_id
         with self._lock:
@@ -459,6 +468,7 @@ class DockerProvider(SandboxProvider):
             folder.clear()
         if snapshot is not None:
             folder.write(self.store, snapshot.locator, folder.holds or None)
+            folder.written_bytes = snapshot.size_bytes
         else:
             folder.written = None  # not a snapshot: nothing to recycle it to
             base = self._facts.workspace(img.image_id, task.config.environment.workdir)
@@ -501,7 +511,14 @@ class DockerProvider(SandboxProvider):
         """Remove a closed sandbox's container, in the background when possible."""
 
         key = self._pool_key(sb.task, sb.image.image_id)
-        recycle = sb.folder is not None and sb.folder.written is not None and not self._closed
+        # a small workspace is written whole as fast as a difference: its folder is recycled
+        # only when spares run short (a container start is the dear part)
+        recycle = (
+            sb.folder is not None
+            and sb.folder.written is not None
+            and not self._closed
+            and (sb.folder.written_bytes >= RECYCLE_WAIT_BYTES or self._pool.short(key))
+        )
         if recycle:
             self._pool.begin_recycle(key)
 
