@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evoround.sandboxes.docker import DockerProvider
+from evoround.sandboxes.docker import _provider as docker_provider
 from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task, active_tests, load_task
 from evoround.verifiers import run_pytest
@@ -75,8 +76,10 @@ def test_in_place_rewrite_keeping_size_and_mtime_is_seen(provider: DockerProvide
 
 
 def test_recycled_clone_folders_are_repaired_to_their_snapshot(
-    provider: DockerProvider, task: Task
+    provider: DockerProvider, task: Task, monkeypatch: pytest.MonkeyPatch
 ):
+    # a tiny workspace is recycled only when spares run short: here, whatever its size
+    monkeypatch.setattr(docker_provider, "RECYCLE_MIN_BYTES", 0)
     with provider.create(task, "tiny/mt-01") as sb:
         sb.exec("mkdir -p d/e && echo 1 > d/e/x && echo 2 > y && ln y hard")
         snap = sb.snapshot(label(task, 1))
@@ -136,3 +139,38 @@ def test_image_workdir_files_and_a_non_root_user_keep_working(provider: DockerPr
         snap = sb.snapshot(label(task, 1))
     paths = {e["path"] for e in provider.store.manifest(snap.locator)}
     assert {"from_image.txt", "new.txt"} <= paths
+
+
+def _spares(provider: DockerProvider) -> list:
+    return [s for spares in provider._pool._spares.values() for s in spares]
+
+
+def test_announced_creations_are_started_ahead_and_small_folders_not_recycled(
+    provider: DockerProvider, task: Task
+):
+    """SR rounds announced while their reference chain is built find started containers;
+    a closed small clone's folder is removed, not given a new container, while spares
+    suffice (starting containers is what SR set-up costs on Docker)."""
+    with provider.create(task, "tiny/mt-01") as sb:
+        snap = sb.snapshot(label(task, 1))
+    provider.wait_idle()
+    provider.expect(task, 5)
+    provider.wait_idle()
+    assert len(_spares(provider)) >= 5, "five announced creations have started spares"
+    starts: list[str] = []
+    real_start = provider.client.api.start
+
+    def start(*a, **kw):  # noqa: ANN002, ANN003
+        starts.append("start")
+        return real_start(*a, **kw)
+
+    provider.client.api.start = start
+    try:
+        for i in range(5):
+            with provider.create(task, f"tiny/sr-r{i:02d}", snap) as clone:
+                assert clone.exec(["true"]).ok
+        provider.wait_idle()
+    finally:
+        provider.client.api.start = real_start
+    assert len(starts) <= 1, f"clones took the started spares ({len(starts)} new starts)"
+    assert not any(s.folder is not None and s.folder.holds for s in _spares(provider))

@@ -67,6 +67,9 @@ RECYCLE_WAIT_SEC = 3.0
 (repairing and starting its container takes well under that; an agent turn is longer)."""
 RECYCLE_WAIT_BYTES = 16 << 20
 """Smaller workspaces are written whole at once rather than waiting for a recycled folder."""
+RECYCLE_MIN_BYTES = RECYCLE_WAIT_BYTES
+"""A smaller workspace is written whole as fast as a difference: its closed folder is
+recycled (a container start, the dear part) only when spares run short."""
 
 _LIVE_PROVIDERS: weakref.WeakSet[DockerProvider] = weakref.WeakSet()
 
@@ -511,13 +514,11 @@ class DockerProvider(SandboxProvider):
         """Remove a closed sandbox's container, in the background when possible."""
 
         key = self._pool_key(sb.task, sb.image.image_id)
-        # a small workspace is written whole as fast as a difference: its folder is recycled
-        # only when spares run short (a container start is the dear part)
         recycle = (
             sb.folder is not None
             and sb.folder.written is not None
             and not self._closed
-            and (sb.folder.written_bytes >= RECYCLE_WAIT_BYTES or self._pool.short(key))
+            and (sb.folder.written_bytes >= RECYCLE_MIN_BYTES or self._pool.short(key))
         )
         if recycle:
             self._pool.begin_recycle(key)
