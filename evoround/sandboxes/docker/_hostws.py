@@ -47,7 +47,7 @@ import docker.errors
 
 from evoround.sandboxes._local import OWNER_FILE, sweep_orphans
 from evoround.sandboxes.docker._archive import _extract_workspace
-from evoround.snapshots import SnapshotStore
+from evoround.snapshots import Snapshot, SnapshotStore
 
 Stat = tuple[int, int, int, int, int]
 
@@ -173,6 +173,25 @@ class HostFolder:
         self._restamp(touched)
         self.holds = self.written = manifest
 
+    def fill(
+        self, store: SnapshotStore, snapshot: Snapshot | None, image_ws: str, workspace: Path
+    ) -> None:
+        """Before its container is used: the snapshot, or the image's workdir (manifest
+        ``image_ws``) plus the task's ``workspace``; only the difference to what it holds."""
+        if self.holds is None:
+            self.clear()
+        if snapshot is not None:
+            self.write(store, snapshot.locator, self.holds or None)
+            self.written_bytes = snapshot.size_bytes
+        else:
+            self.written = None  # not a snapshot: nothing to recycle it to
+            if image_ws or self.holds:
+                want = image_ws or _empty_manifest(store)
+                store.materialize(want, self.ws, over=self.holds or None)
+            if workspace.is_dir():
+                shutil.copytree(workspace, self.ws, dirs_exist_ok=True, symlinks=True)
+        self.holds = None  # the container may change it from now on
+
     def _restamp(self, paths: set[str]) -> None:
         for rel in paths:
             st = _lstat(self.ws / rel)
@@ -228,6 +247,14 @@ class HostFolder:
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _empty_manifest(store: SnapshotStore) -> str:
+    tmp = Path(tempfile.mkdtemp(prefix="evoround-empty-"))
+    try:
+        return store.capture_dir(tmp)[0]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _walk(root: Path) -> set[str]:

@@ -465,29 +465,11 @@ class DockerProvider(SandboxProvider):
     def _fill_folder(
         self, folder: HostFolder, task: Task, img: TaskImage, snapshot: Snapshot | None
     ) -> None:
-        """Write a (not yet used) container's host workspace: the snapshot, or the image's
-        workdir plus the task's workspace; only the difference to what it already holds."""
-        if folder.holds is None:
-            folder.clear()
-        if snapshot is not None:
-            folder.write(self.store, snapshot.locator, folder.holds or None)
-            folder.written_bytes = snapshot.size_bytes
-        else:
-            folder.written = None  # not a snapshot: nothing to recycle it to
-            base = self._facts.workspace(img.image_id, task.config.environment.workdir)
-            if base or folder.holds:
-                want = base or self._empty_manifest()
-                self.store.materialize(want, folder.ws, over=folder.holds or None)
-            if task.workspace_dir.is_dir():
-                shutil.copytree(task.workspace_dir, folder.ws, dirs_exist_ok=True, symlinks=True)
-        folder.holds = None  # the container may change it from now on
-
-    def _empty_manifest(self) -> str:
-        tmp = Path(tempfile.mkdtemp(prefix="evoround-empty-"))
-        try:
-            return self.store.capture_dir(tmp)[0]
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        """Write a (not yet used) container's host workspace (see :meth:`HostFolder.fill`)."""
+        base = (
+            "" if snapshot else self._facts.workspace(img.image_id, task.config.environment.workdir)
+        )
+        folder.fill(self.store, snapshot, base, task.workspace_dir)
 
     def _restore_workspace(self, sb: DockerSandbox, snapshot: Snapshot) -> None:
         """Archive mode: the snapshot's tree put into the container as one tar."""
