@@ -437,8 +437,7 @@ class DockerSandbox(Sandbox):
             except (tarfile.TarError, OSError) as e:
                 raise SandboxError(f"sandbox {self.name}: unreadable workspace archive: {e}") from e
             finally:
-                with contextlib.suppress(docker.errors.APIError):
-                    self._api.unpause(self.container_id)
+                self._unpause()
             manifest, size, files = store.capture_dir(
                 tmp,
                 max_files=env.max_workspace_files,
@@ -461,9 +460,23 @@ class DockerSandbox(Sandbox):
                 mode_mask=MODE_MASK,
             )
         finally:
-            with contextlib.suppress(docker.errors.APIError):
-                self._api.unpause(self.container_id)
+            self._unpause()
         return self._provider.store.register(label, BACKEND, manifest, size_bytes=size, files=files)
+
+    def _unpause(self) -> None:
+        """Thaw after a snapshot. Under load the daemon can refuse an unpause while the
+        freeze is still settling: retried, as a container left frozen fails every later exec
+        (and never with the snapshot's own error hidden: this one is not raised)."""
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 0):
+            try:
+                self._api.unpause(self.container_id)
+                return
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError as e:
+                if "is not paused" in str(e):
+                    return
+                time.sleep(delay)
 
     def _commit(self, label: SnapshotLabel) -> Snapshot:
         labels = {
