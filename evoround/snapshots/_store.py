@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import stat
+import threading
 import uuid
 from collections import OrderedDict
 from pathlib import Path
@@ -50,6 +51,7 @@ class SnapshotStore:
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         # (path, size, mtime_ns, inode) -> sha256: unchanged files are not re-hashed.
         self._hash_cache: OrderedDict[tuple[str, int, int, int], str] = OrderedDict()
+        self._hash_lock = threading.Lock()  # attempts on executor threads share one store
 
     # ---- metadata -------------------------------------------------------------
     def register(self, label: SnapshotLabel, backend: str, locator: str, **extra: int) -> Snapshot:
@@ -129,15 +131,30 @@ class SnapshotStore:
     def _cached_hash(self, key: tuple[str, int, int, int], full: Path) -> str:
         """The file's sha256, from a bounded LRU keyed by path and stat: every attempt works in
         a new folder, so an unbounded cache would grow with the job, not with the workspace."""
-        digest = self._hash_cache.get(key)
-        if digest is not None:
-            self._hash_cache.move_to_end(key)
-            return digest
+        with self._hash_lock:
+            digest = self._hash_cache.get(key)
+            if digest is not None:
+                self._hash_cache.move_to_end(key)
+                return digest
         digest = _sha256_file(full)
-        self._hash_cache[key] = digest
-        if len(self._hash_cache) > HASH_CACHE_ENTRIES:
-            self._hash_cache.popitem(last=False)
+        with self._hash_lock:
+            self._hash_cache[key] = digest
+            if len(self._hash_cache) > HASH_CACHE_ENTRIES:
+                self._hash_cache.popitem(last=False)
         return digest
+
+    def forget(self, directory: Path | str) -> None:
+        """Drop the remembered hashes of files under ``directory`` (a workspace being deleted).
+
+        Why: a finished attempt's folder never comes back, so its entries can never hit again;
+        kept until the LRU bound pushed them out, they grew the controller by about half a
+        kilobyte per round for the first ~40,000 rounds of a job (issue 14).
+        """
+        prefix = os.path.join(str(directory), "")
+        with self._hash_lock:
+            dead = [k for k in self._hash_cache if k[0].startswith(prefix)]
+            for k in dead:
+                del self._hash_cache[k]
 
     def capture_dir(
         self,
