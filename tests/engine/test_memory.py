@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from evoround.engine import RunOptions, _executor, run_job
+from evoround.engine import JobObserver, RunOptions, _executor, run_job
 from evoround.results import Mode, read_results
 from evoround.scaffolds import OracleScaffold
 from evoround.snapshots import SnapshotStore, _store
@@ -53,3 +55,43 @@ def test_hash_cache_is_bounded_and_still_right(
         manifests.append(store.capture_dir(ws)[0])
         assert len(store._hash_cache) <= 5
     assert len(set(manifests)) == 1  # same content, same manifest, cache or not
+
+
+class _TracedAt(JobObserver):
+    """Traced Python memory after chosen finished units, with the rounds recorded by then."""
+
+    def __init__(self, marks: tuple[int, int]) -> None:
+        self.marks, self.rounds, self.units = marks, 0, 0
+        self.at: dict[int, tuple[int, int]] = {}
+
+    def round_recorded(self, unit: object, result: object) -> None:
+        self.rounds += 1
+
+    def unit_finished(self, unit: object) -> None:
+        self.units += 1
+        if self.units in self.marks:
+            gc.collect()
+            self.at[self.units] = (self.rounds, tracemalloc.get_traced_memory()[0])
+
+
+def test_controller_memory_per_round_is_flat(tmp_path: Path) -> None:
+    """Issue 14: the controller grew ~10 KB per round over a 1,000-round job. A short job
+    under tracemalloc shows what the controller keeps per round after warm-up; the
+    1,000-round RSS measurement is ``benchmarks/throughput.py --only-big``."""
+    tasks_dir, _, _ = make_suite(tmp_path / "suite", nap=0)
+    store = SnapshotStore(tmp_path / "store")
+    observer = _TracedAt((6, 30))  # 2 tasks: 3 attempts each of warm-up, then 12 more each
+    tracemalloc.start()
+    try:
+        run_job(
+            load_tasks([tasks_dir]), OracleScaffold(), job_dir=tmp_path / "job", attempts=15,
+            modes=[Mode.mt], store=store, options=RunOptions(concurrency=1), observer=observer,
+        )  # fmt: skip
+    finally:
+        tracemalloc.stop()
+    (r0, m0), (r1, m1) = observer.at[6], observer.at[30]
+    per_round = (m1 - m0) / (r1 - r0)
+    assert r1 - r0 >= 30
+    # before the fix about 870 bytes (the hash cache), after it about 160 (free lists, caches)
+    assert per_round < 400, f"the controller keeps {per_round:.0f} bytes per round"
+    assert len(store._hash_cache) == 0  # every attempt's sandbox closed, its hashes forgotten
