@@ -57,6 +57,20 @@ def test_hash_cache_is_bounded_and_still_right(
     assert len(set(manifests)) == 1  # same content, same manifest, cache or not
 
 
+def test_forget_drops_one_workspace_only(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "store")
+    for name in ("ws1", "ws10"):  # ws1 is a prefix of ws10's path, not its folder
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "sub" / "a.txt").write_text(name)
+        (tmp_path / name / "b.txt").write_text(name)
+        store.capture_dir(tmp_path / name)
+    assert len(store._hash_cache) == 4
+    store.forget(tmp_path / "ws1")
+    assert sorted(Path(k[0]).relative_to(tmp_path).as_posix() for k in store._hash_cache) == [
+        "ws10/b.txt", "ws10/sub/a.txt",
+    ]  # fmt: skip
+
+
 class _TracedAt(JobObserver):
     """Traced Python memory after chosen finished units, with the rounds recorded by then."""
 
