@@ -10,9 +10,11 @@ import pytest
 
 from evoround.engine import JobObserver, RunOptions, _executor, run_job
 from evoround.results import Mode, read_results
+from evoround.sandboxes import LocalProvider, SandboxProvider
 from evoround.scaffolds import OracleScaffold
-from evoround.snapshots import SnapshotStore, _store
-from evoround.tasks import load_tasks
+from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore, _store
+from evoround.tasks import load_task, load_tasks
+from tests.conftest import write_task
 from tests.engine.test_resume_kill import make_suite
 
 
@@ -109,3 +111,35 @@ def test_controller_memory_per_round_is_flat(tmp_path: Path) -> None:
     # before the fix about 870 bytes (the hash cache), after it about 160 (free lists, caches)
     assert per_round < 400, f"the controller keeps {per_round:.0f} bytes per round"
     assert len(store._hash_cache) == 0  # every attempt's sandbox closed, its hashes forgotten
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_closed_sandbox_leaves_no_file_hashes(
+    tmp_path: Path, request: pytest.FixtureRequest, backend: str
+) -> None:
+    """Each attempt (local) or each snapshot (Docker: a fresh extraction folder) hashes files
+    under a path that never comes back: the entries must go with it, or they pile up."""
+    task = load_task(write_task(tmp_path / "tasks", "hashes", rounds=1, workspace={"a.py": "A\n"}))
+    store = SnapshotStore(tmp_path / "store")
+    provider: SandboxProvider
+    if backend == "local":
+        provider = LocalProvider(store, base_dir=tmp_path / "sandboxes")
+    else:
+        request.getfixturevalue("docker_client")
+        from evoround.sandboxes.docker import DockerProvider
+
+        provider = DockerProvider(store, job="memory-hashes")
+    try:
+        for attempt in range(2):
+            with provider.create(task, f"memory/attempt-{attempt}") as sb:
+                for r in (1, 2):
+                    sb.write_file(f"r{r}.py", f"R = {r}\n")
+                    sb.snapshot(
+                        SnapshotLabel(
+                            task=task.name, task_digest=task.digest, kind=SnapshotKind.agent,
+                            round=r, attempt=f"memory/attempt-{attempt}",
+                        )
+                    )  # fmt: skip
+            assert store._hash_cache == {}
+    finally:
+        provider.close()

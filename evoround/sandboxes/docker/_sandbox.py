@@ -440,6 +440,7 @@ class DockerSandbox(Sandbox):
             )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            store.forget(tmp)  # a fresh folder per snapshot: its hashes can never hit again
         return store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 
     def _commit(self, label: SnapshotLabel) -> Snapshot:
