@@ -70,7 +70,7 @@ def one(suite: Path, sandbox: str, concurrency: int, out: Path) -> dict[str, Any
         Why in the loop: measured after ``run_job`` returns, with the job's results read
         back, the figure counted the benchmark's own list of records (about 4 KB each): 3.6 of
         the 5.0 MB "growth" reported in issue 14 (the rest: the file-hash cache, since fixed,
-        and a one-off step of the allocator's high-water mark).
+        and a one-off step of about 1 MB somewhere after warm-up, flat after it).
         """
 
         rounds = 0
