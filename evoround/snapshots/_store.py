@@ -148,7 +148,7 @@ class SnapshotStore:
 
         Why: a finished attempt's folder never comes back, so its entries can never hit again;
         kept until the LRU bound pushed them out, they grew the controller by about half a
-        kilobyte per round for the first ~40,000 rounds of a job (issue 14).
+        kilobyte per round until the 100,000-entry bound (about 30 MB; issue 14).
         """
         prefix = os.path.join(str(directory), "")
         with self._hash_lock:
