@@ -302,6 +302,7 @@ class LocalSandbox(Sandbox):
         if not self._closed:
             self._closed = True
             shutil.rmtree(self.root, ignore_errors=True)
+            self._store.forget(self.workdir)  # its hashes can never be asked for again
 
 
 OWNER_FILE = "owner.pid"

@@ -446,6 +446,7 @@ class DockerSandbox(Sandbox):
             )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            store.forget(tmp)  # a fresh folder per snapshot: its hashes can never hit again
         return store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 
     def _capture_folder(self, label: SnapshotLabel, folder: HostFolder) -> Snapshot:
