@@ -16,7 +16,7 @@ from evoround.sandboxes._protocol import (
     UnsafeFile,
     VerifierPython,
 )
-from evoround.sandboxes._providers import make_provider
+from evoround.sandboxes._providers import docker_reachable, make_provider
 
 __all__ = [
     "READ_LIMIT",
@@ -29,5 +29,6 @@ __all__ = [
     "SandboxUnavailable",
     "UnsafeFile",
     "VerifierPython",
+    "docker_reachable",
     "make_provider",
 ]

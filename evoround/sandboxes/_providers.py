@@ -11,6 +11,21 @@ from evoround.snapshots import SnapshotStore
 BACKENDS = ("local", "docker")
 
 
+def docker_reachable(timeout: float = 5.0) -> bool:
+    """Whether a Docker engine answers a ping (the SDK installed, the daemon up, allowed):
+    decides where a model-backed agent runs when ``--sandbox`` is not given."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=int(max(1, timeout)))
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # no SDK, no daemon, no permission, a malformed DOCKER_HOST
+        return False
+
+
 def make_provider(
     name: str,
     store: SnapshotStore,
