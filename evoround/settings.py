@@ -83,6 +83,8 @@ class Settings(BaseSettings):
     """Debian mirror for images bootstrap (default deb.debian.org)."""
     docker_snapshot: Literal["workspace", "commit"] | None = None
     """Docker snapshots: workspace (the workdir only, default) or commit (the container)."""
+    local_isolation: Literal["auto", "bwrap", "unshare", "none"] = "auto"
+    """Local sandbox isolation: bwrap (bubblewrap), unshare, none; auto: the best that works."""
     claude_bin: str | None = None
     """The claude binary for --agent claude-code (default: the claude-agent-sdk's)."""
     judge_api_key: str | None = None

@@ -258,10 +258,11 @@ def _execute(
                 agent_mounts=scaffold.sandbox_mounts(),
                 **({"base_image_map": config.base_image_map} if config.base_image_map else {}),
                 hidden=[job_dir],
-                harden=False if scaffold.persistent_processes else None,
+                persistent=scaffold.persistent_processes,
             ),  # fmt: skip
             limits,
         )
+        record_isolation(job_dir, provider)
         runner = LocalRunner(
             RunContext(
                 job=job_dir.name,
@@ -294,6 +295,21 @@ def _execute(
         else:
             runner.close()  # type: ignore[attr-defined]
     return job_dir
+
+
+SANDBOX_NOTE = "sandbox.txt"
+"""In the job folder: how this run's sandbox isolated the agent (one line per run)."""
+
+
+def record_isolation(job_dir: Path, provider: SandboxProvider) -> None:
+    """Append how the local sandbox isolates commands (bwrap, unshare, none) to
+    ``<job>/sandbox.txt``; the report shows the last line. A Docker run writes nothing."""
+    mechanism = getattr(getattr(provider, "inner", provider), "isolation", None)
+    if mechanism is None:
+        return
+    stamp = datetime.now().isoformat(timespec="seconds")
+    with open(job_dir / SANDBOX_NOTE, "a", encoding="utf-8") as f:
+        f.write(f"{stamp} local isolation: {mechanism}\n")
 
 
 def default_job_name(agent: str) -> str:

@@ -36,12 +36,14 @@ def make_provider(
     base_image_map: dict[str, str] | None = None,
     hidden: list[Path] | None = None,
     harden: bool | None = None,
+    persistent: bool = False,
 ) -> SandboxProvider:
     """``agent_mounts``: the scaffold's read-only host folders (containers only);
     ``hidden``: host paths a hardened local sandbox covers (the job directory); ``harden``:
-    None = harden the local sandbox whenever namespaces are available, False = do not."""
+    None = harden the local sandbox as ``EVOROUND_LOCAL_ISOLATION`` says, False = do not;
+    ``persistent``: the agent keeps processes between commands (see ``LocalProvider``)."""
     if name == "local":
-        return LocalProvider(store, hidden=hidden, harden=harden)
+        return LocalProvider(store, hidden=hidden, harden=harden, persistent=persistent)
     if name == "docker":
         from evoround.sandboxes.docker import DockerProvider  # needs the docker SDK/engine
 
