@@ -163,7 +163,9 @@ def bwrap_argv(
     return [*out, "--chdir", cwd, "--", *argv]
 
 
-def unshare_argv(root: Path, hidden: tuple[Path, ...], argv: list[str], *, network: bool) -> list[str]:
+def unshare_argv(
+    root: Path, hidden: tuple[Path, ...], argv: list[str], *, network: bool
+) -> list[str]:
     """The util-linux ``unshare`` command line that runs ``argv`` (see ``NS_SCRIPT``)."""
     ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
     if not network:

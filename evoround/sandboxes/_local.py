@@ -57,6 +57,7 @@ BACKEND = "local"
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME", "SHELL")
 """Host variables a sandboxed command inherits; everything else must be passed explicitly."""
 
+
 def _contains(inner: Path, outer: Path) -> bool:
     """Whether covering ``inner`` would cover ``outer`` (``inner`` is ``outer`` or above it)."""
     try:
