@@ -62,6 +62,7 @@ from urllib.parse import urlsplit
 import docker
 import docker.errors
 
+from evoround.deadline import DeadlineExceeded
 from evoround.sandboxes._protocol import (
     READ_LIMIT,
     ExecResult,
@@ -425,7 +426,7 @@ class DockerSandbox(Sandbox):
                     max_files=env.max_workspace_files,
                     max_bytes=env.max_workspace_mb << 20,
                 )
-            except WorkspaceRejected:
+            except (WorkspaceRejected, DeadlineExceeded):
                 _discard(stream)
                 raise
             except (tarfile.TarError, OSError) as e:
