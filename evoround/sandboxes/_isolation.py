@@ -9,7 +9,8 @@ included, dies with it) and its own network namespace unless the task allows net
   a private ``/dev`` and ``/proc``, the sandbox's own folder as the only writable place and
   as ``/tmp`` (so the host's ``/tmp`` with every other sandbox and every verifier clone is
   not there at all), the hidden paths (task folders, snapshot store, ``EVOROUND_HOME``,
-  the job folder) covered by empty read-only mounts, the Docker socket masked.
+  the job folder) covered by empty read-only mounts; the Docker socket and the engines'
+  storage (image layers, container mounts) are left out of the view.
 - **unshare** (util-linux) runs the older script below: the hidden paths are covered, the
   rest of the host stays writable with the user's rights.
 """
@@ -126,6 +127,55 @@ def docker_sockets() -> list[str]:
     return out
 
 
+UNSTABLE_TREES = ("/var/lib/docker", "/var/lib/containerd", "/run/docker", "/run/containerd")
+"""Left out of a bubblewrap view: container engines mount and unmount under them all the
+time (a recursive bind that meets a vanishing mount fails), and an agent has no business
+reading image layers (a reference state may be one)."""
+OWN_MOUNTS = ("/proc", "/dev", "/tmp", "/sys")
+"""Top-level folders bubblewrap provides itself (``/sys`` read-only, as it is)."""
+
+
+def _unstable_mounts() -> set[Path]:
+    """Mount points to leave out: the trees above, FUSE and namespace-file mounts."""
+    out = {Path(p) for p in UNSTABLE_TREES if os.path.lexists(p)}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fields, fstype = left.split(), (right.split() or [""])[0]
+            if len(fields) > 4 and (fstype.startswith("fuse") or fstype == "nsfs"):
+                out.add(Path(fields[4].replace("\\040", " ")))
+    return {p for p in out if not any(a in out for a in p.parents)}
+
+
+def host_view() -> list[str]:
+    """bubblewrap arguments that show the host read-only, minus :func:`_unstable_mounts`:
+    each top-level entry is bound whole, except the folders above a left-out mount,
+    which are rebuilt entry by entry around it."""
+    skip = _unstable_mounts() | {Path(p) for p in docker_sockets()}  # root on the host
+    above = {a for p in skip for a in p.parents}
+    args: list[str] = []
+
+    def mirror(folder: Path) -> None:
+        try:
+            children = sorted(folder.iterdir())
+        except OSError:
+            return
+        for child in children:
+            name = str(child)
+            if child in skip or (folder == Path("/") and name in OWN_MOUNTS):
+                continue
+            if child.is_symlink():
+                args.extend(["--symlink", os.readlink(child), name])
+            elif child in above and child.is_dir():
+                args.extend(["--dir", name])
+                mirror(child)
+            else:
+                args.extend(["--ro-bind", name, name])
+
+    mirror(Path("/"))
+    return [*args, "--ro-bind", "/sys", "/sys"]
+
+
 def bwrap_argv(
     root: Path,
     hidden: tuple[Path, ...],
@@ -134,6 +184,7 @@ def bwrap_argv(
     network: bool,
     cwd: str,
     pid_namespace: bool = True,
+    info_fd: int | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in sandbox ``root`` (see the module).
 
@@ -144,21 +195,21 @@ def bwrap_argv(
     tmp = root / "tmp"
     tmp.mkdir(exist_ok=True)
     out = ["bwrap", "--die-with-parent", "--unshare-ipc"]
+    if info_fd is not None:  # gets the command's exit code only if the command ran
+        out += ["--json-status-fd", str(info_fd)]
     if pid_namespace:
         out += ["--unshare-pid", "--new-session"]
     if not network:
         out.append("--unshare-net")
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    out += [*host_view(), "--dev", "/dev", "--proc", "/proc"]
     covered: list[str] = []
     for h in hidden:
         if h == Path("/tmp") or Path("/tmp") in h.parents:
             continue  # the whole of /tmp is replaced below
         out += ["--tmpfs", str(h)]
         covered.append(str(h))
-    for sock in docker_sockets():
-        out += ["--ro-bind", "/dev/null", sock]
     out += ["--bind", str(tmp), "/tmp", "--bind", str(root), str(root)]
-    for c in covered:
+    for c in [*covered, "/"]:  # the covers, and the view's own root folder
         out += ["--remount-ro", c]
     return [*out, "--chdir", cwd, "--", *argv]
 

@@ -109,6 +109,7 @@ def local_run(
     timeout: float | None,
     stdin: str | bytes | None,
     env: dict[str, str],
+    pass_fds: tuple[int, ...] = (),
 ) -> ExecResult:
     """Run a command in a new session; on timeout (or interrupt) kill its process group.
 
@@ -127,6 +128,7 @@ def local_run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     out, err = CappedOutput(), CappedOutput()
     readers = [
@@ -231,11 +233,45 @@ class LocalSandbox(Sandbox):
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         where = self._resolve(cwd or self.workdir)
         if self.hidden is not None and self.isolation == "bwrap":
-            argv = bwrap_argv(self.root, self.hidden, argv, network=self.network, cwd=str(where),
-                              pid_namespace=self.pid_namespace)  # fmt: skip
-        elif self.hidden is not None and self.pid_namespace:
+            return self._exec_bwrap(argv, where, timeout, stdin, full_env)
+        if self.hidden is not None and self.pid_namespace:
             argv = unshare_argv(self.root, self.hidden, argv, network=self.network)
         return local_run(argv, cwd=where, timeout=timeout, stdin=stdin, env=full_env)
+
+    def _exec_bwrap(
+        self,
+        argv: list[str],
+        where: Path,
+        timeout: float | None,
+        stdin: str | bytes | None,
+        env: dict[str, str],
+    ) -> ExecResult:
+        """Run under bubblewrap; a namespace that could not be set up (bwrap's status fd then
+        has no ``exit-code`` of the command) is the harness's error, not the command's."""
+        info_r, info_w = os.pipe()
+        try:
+            wrapped = bwrap_argv(self.root, self.hidden or (), argv, network=self.network,
+                                 cwd=str(where), pid_namespace=self.pid_namespace,
+                                 info_fd=info_w)  # fmt: skip
+            res = local_run(wrapped, cwd=where, timeout=timeout, stdin=stdin, env=env,
+                            pass_fds=(info_w,))  # fmt: skip
+            os.close(info_w)
+            info_w = -1
+            os.set_blocking(info_r, False)
+            status = b""
+            with contextlib.suppress(BlockingIOError):
+                while chunk := os.read(info_r, 4096):
+                    status += chunk
+            started = b'"exit-code"' in status
+        finally:
+            os.close(info_r)
+            if info_w >= 0:
+                os.close(info_w)
+        if not started and not res.timed_out:
+            why = next((ln for ln in res.stderr.splitlines() if ln.startswith("bwrap:")), "")
+            raise SandboxError(f"sandbox {self.root.name}: bubblewrap could not start the "
+                               f"command: {why or res.stderr.strip()[:300]}")  # fmt: skip
+        return res
 
     def expose_endpoint(self, url: str) -> str:
         """A host endpoint is reachable only through the host's network: keep it."""
