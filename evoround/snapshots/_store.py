@@ -19,7 +19,7 @@ import uuid
 from collections import OrderedDict
 from pathlib import Path
 
-from evoround import deadline
+from evoround.deadline import check as check_deadline
 from evoround.fileio import atomic_write, file_lock
 from evoround.snapshots._model import Snapshot, SnapshotKind, SnapshotLabel
 
@@ -168,7 +168,7 @@ class SnapshotStore:
             for name in sorted(
                 filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
             ):
-                deadline.check("the snapshot")  # a hostile tree never outlasts the round
+                check_deadline("the snapshot")  # a hostile tree never outlasts the round
                 full = Path(dirpath, name)
                 rel = full.relative_to(directory).as_posix()
                 try:
@@ -211,7 +211,7 @@ class SnapshotStore:
         """Recreate a captured tree in ``dest`` (which must be empty or absent)."""
         dest.mkdir(parents=True, exist_ok=True)
         for e in self.manifest(manifest_digest):
-            deadline.check("the verification copy")
+            check_deadline("the verification copy")
             target = dest / str(e["path"])
             target.parent.mkdir(parents=True, exist_ok=True)
             if e["type"] == "dir":
