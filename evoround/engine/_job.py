@@ -18,7 +18,14 @@ from pydantic import ValidationError
 from evoround.engine._controller import RunContext
 from evoround.engine._units import JobObserver, LocalRunner, plan_units, unit_done
 from evoround.fileio import atomic_write
-from evoround.results import JobConfig, Mode, ResultsWriter, TaskRef, read_results
+from evoround.results import (
+    ISOLATION_FILE,
+    JobConfig,
+    Mode,
+    ResultsWriter,
+    TaskRef,
+    read_results,
+)
 from evoround.sandboxes import SandboxError, SandboxProvider, make_provider
 from evoround.scaffolds import Scaffold
 from evoround.settings import evoround_home
@@ -297,10 +304,6 @@ def _execute(
     return job_dir
 
 
-SANDBOX_NOTE = "sandbox.txt"
-"""In the job folder: how this run's sandbox isolated the agent (one line per run)."""
-
-
 def record_isolation(job_dir: Path, provider: SandboxProvider) -> None:
     """Append how the local sandbox isolates commands (bwrap, unshare, none) to
     ``<job>/sandbox.txt``; the report shows the last line. A Docker run writes nothing."""
@@ -308,7 +311,7 @@ def record_isolation(job_dir: Path, provider: SandboxProvider) -> None:
     if mechanism is None:
         return
     stamp = datetime.now().isoformat(timespec="seconds")
-    with open(job_dir / SANDBOX_NOTE, "a", encoding="utf-8") as f:
+    with open(job_dir / ISOLATION_FILE, "a", encoding="utf-8") as f:
         f.write(f"{stamp} local isolation: {mechanism}\n")
 
 

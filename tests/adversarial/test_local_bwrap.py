@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from evoround.reports import job_json
 from evoround.results import Mode
 from evoround.sandboxes import LocalProvider
 from evoround.sandboxes._isolation import bwrap_available, docker_sockets
@@ -108,3 +109,5 @@ def test_a_round_records_bwrap_and_leaves_no_process(tmp_path: Path) -> None:
     assert processes_with(marker) == []
     note = (view.path / "sandbox.txt").read_text()
     assert note.strip().splitlines()[-1].endswith("local isolation: bwrap"), note
+    assert view.isolation() == "bwrap"
+    assert job_json(view)["isolation"] == "bwrap"
