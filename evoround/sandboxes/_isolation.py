@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from evoround.sandboxes._protocol import SandboxError
@@ -176,6 +177,17 @@ def host_view() -> list[str]:
     return [*args, "--ro-bind", "/sys", "/sys"]
 
 
+def _interpreter_dirs() -> list[Path]:
+    """The engine's Python installation (``sys.prefix`` and its base, resolved)."""
+    out: list[Path] = []
+    for d in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))):
+        with contextlib.suppress(OSError):
+            p = Path(d).resolve()
+            if p not in out and p != Path("/"):
+                out.append(p)
+    return out
+
+
 def bwrap_argv(
     root: Path,
     hidden: tuple[Path, ...],
@@ -209,6 +221,13 @@ def bwrap_argv(
         out += ["--tmpfs", str(h)]
         covered.append(str(h))
     out += ["--bind", str(tmp), "/tmp", "--bind", str(root), str(root)]
+    for keep in _interpreter_dirs():
+        if (
+            keep == Path("/tmp")
+            or Path("/tmp") in keep.parents
+            or any(h == keep or h in keep.parents for h in hidden)
+        ):  # the engine's Python (the verifier runs it) lives where the view hides
+            out += ["--ro-bind", str(keep), str(keep)]
     for c in [*covered, "/"]:  # the covers, and the view's own root folder
         out += ["--remount-ro", c]
     return [*out, "--chdir", cwd, "--", *argv]
