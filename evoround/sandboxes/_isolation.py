@@ -202,7 +202,7 @@ def bwrap_argv(
 
     ``pid_namespace=False`` is for agents whose processes must outlive a command (a tmux
     server): the filesystem view is the same, but what a command leaves keeps running
-    until the sandbox is closed.
+    (the scaffold stops its server when the attempt ends).
     """
     tmp = root / "tmp"
     tmp.mkdir(exist_ok=True)
