@@ -218,6 +218,8 @@ def bwrap_argv(
     for h in hidden:
         if h == Path("/tmp") or Path("/tmp") in h.parents:
             continue  # the whole of /tmp is replaced below
+        if any(o in h.parents for o in hidden):
+            continue  # inside another covered folder: already out of sight
         out += ["--tmpfs", str(h)]
         covered.append(str(h))
     out += ["--bind", str(tmp), "/tmp", "--bind", str(root), str(root)]

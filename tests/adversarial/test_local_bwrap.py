@@ -9,6 +9,7 @@ the assertion is on the host, after the fact.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -111,3 +112,22 @@ def test_a_round_records_bwrap_and_leaves_no_process(tmp_path: Path) -> None:
     assert note.strip().splitlines()[-1].endswith("local isolation: bwrap"), note
     assert view.isolation() == "bwrap"
     assert job_json(view)["isolation"] == "bwrap"
+
+
+def test_the_cache_and_its_store_are_out_of_sight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EVOROUND_HOME outside /tmp with the snapshot store inside it (the default layout):
+    both covered, the command still runs."""
+    home = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="evoround-home-"))
+    try:
+        monkeypatch.setenv("EVOROUND_HOME", str(home))
+        (home / "store").mkdir()
+        (home / "secret.txt").write_text("reference solution")
+        provider = LocalProvider(SnapshotStore(home / "store"), tmp_path / "sb")
+        with provider.create(load_task(COUNTER), "t/h") as sb:
+            res = sb.exec(f"cat {home}/secret.txt; ls {home}/store; echo ran", timeout=30)
+        assert res.stdout.strip().endswith("ran"), res.stderr
+        assert "reference solution" not in res.stdout
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
