@@ -400,6 +400,17 @@ LOCAL_TRUSTED_NOTE = (
 )
 
 
+def check_isolation() -> None:
+    """``EVOROUND_LOCAL_ISOLATION`` names a mechanism that works here (one line if not)."""
+    from evoround.sandboxes import SandboxError, choose_isolation
+    from evoround.settings import settings
+
+    try:
+        choose_isolation(settings().local_isolation)
+    except SandboxError as e:
+        raise UsageError(str(e)) from None
+
+
 def choose_sandbox(agent: str, sandbox: str | None, reachable: Callable[[], bool]) -> str:
     """The sandbox a run uses when ``--sandbox`` was not given.
 

@@ -39,6 +39,7 @@ from evoround.cli._checks import (
     ReasoningEffort,
     SandboxChoice,
     UsageError,
+    check_isolation,
     check_out_dir,
     check_run_options,
     check_task_rules,
@@ -436,6 +437,8 @@ def run(
             judge_api_base=judge_api_base, out_dir=out_dir, job_name=job_name, given=given,
         )  # fmt: skip
         sandbox = choose_sandbox(agent, sandbox, docker_reachable)
+        if sandbox == "local":
+            check_isolation()
     except UsageError as e:
         raise _fail(str(e)) from None
     options = RunOptions(
