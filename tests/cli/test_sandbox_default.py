@@ -80,3 +80,14 @@ def test_model_free_agents_keep_the_local_default(tmp_path: Path) -> None:
     assert "trusted agents" not in res.stderr
     lock = json.loads((tmp_path / "runs" / "j" / "job.json").read_text())
     assert lock["sandbox"] == "local"
+
+
+def test_a_named_isolation_that_does_not_work_is_one_line(tmp_path: Path) -> None:
+    """EVOROUND_LOCAL_ISOLATION=bwrap on a PATH without bwrap: exit 2 before anything runs."""
+    res = evoround("run", str(COUNTER), "--agent", "nop", "--mode", "mt", "--out",
+                   str(tmp_path / "runs"), env={"EVOROUND_LOCAL_ISOLATION": "bwrap",
+                                                "PATH": str(tmp_path / "empty-bin")})  # fmt: skip
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert "EVOROUND_LOCAL_ISOLATION=bwrap" in lines[0] and "bubblewrap" in lines[0]
+    assert not (tmp_path / "runs").exists()
