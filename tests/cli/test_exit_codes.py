@@ -97,11 +97,12 @@ def test_printed_resume_command_works_for_a_scripted_job(tmp_path: Path) -> None
         "1": ["oracle"], "2": ["oracle", {"run": slow}], "*": ["oracle"]}}}))  # fmt: skip
     work = tmp_path / "work"
     work.mkdir()
+    # the agent signals through marker files on the host: no local isolation here
+    host_env = {**os.environ, "COLUMNS": "400", "EVOROUND_LOCAL_ISOLATION": "none"}
     proc = subprocess.Popen(
         [*CLI, "run", str(COUNTER), "--agent", "scripted", "--script", "../slow.yaml",
          "--mode", "mt", "--job", "j", "--grace", "0"],  # default relative --out
-        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "COLUMNS": "400"},
+        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=host_env,
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while not (marks / "r2").exists():
@@ -116,7 +117,7 @@ def test_printed_resume_command_works_for_a_scripted_job(tmp_path: Path) -> None
     assert argv[4:] == ["--script", str(script)], printed  # absolute: resumable from anywhere
     (marks / "go").touch()
     res = subprocess.run([*CLI, *argv[1:]], cwd=work, capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
+                         timeout=300, env=host_env)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
     records = read_results(work / "runs" / "j" / "results.jsonl")[0]
     assert [r.round for r in records] == [1, 2, 3, 4] and all(r.passed for r in records)
