@@ -20,6 +20,7 @@ import uuid
 from collections import OrderedDict
 from pathlib import Path
 
+from evoround.deadline import check as check_deadline
 from evoround.fileio import atomic_write, file_lock
 from evoround.snapshots._model import Snapshot, SnapshotKind, SnapshotLabel
 
@@ -195,6 +196,7 @@ class SnapshotStore:
             for name in sorted(
                 filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
             ):
+                check_deadline("the snapshot")  # a hostile tree never outlasts the round
                 full = Path(dirpath, name)
                 rel = full.relative_to(directory).as_posix()
                 try:
@@ -263,6 +265,7 @@ class SnapshotStore:
                 _remove(dest / d)
                 touched.add(d)
         for path, e in want.items():
+            check_deadline("the verification copy")
             old = have.get(path)
             if old == e:
                 continue
