@@ -14,6 +14,7 @@ from evoround.results._jobdir import (
     NotAJobDir,
     TaskRef,
     load_job,
+    read_job_config,
 )
 from evoround.results._metrics import Metrics, compute_metrics, dedupe
 from evoround.results._recorder import ResultsWriter, read_results
@@ -61,6 +62,7 @@ __all__ = [
     "compute_metrics",
     "dedupe",
     "load_job",
+    "read_job_config",
     "read_results",
     "truncate",
 ]
