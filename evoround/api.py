@@ -29,8 +29,10 @@ from evoround.results import (
     RoundStatus,
     cost_of,
     load_job,
+    read_job_config,
     read_results,
 )
+from evoround.sandboxes import docker_reachable
 from evoround.scaffolds import ModelOptions, is_model_agent, scaffold_from_name
 from evoround.tasks import Task, TaskFormatError, library_path
 from evoround.tasks import load_tasks as _load_tasks
@@ -236,6 +238,23 @@ class _BudgetWatch(JobObserver):
         self.inner.budget_reached(reason)
 
 
+def _default_sandbox(agent: str, job_dir: Path) -> Literal["local", "docker"]:
+    """As the CLI: a continued job keeps its sandbox; a model-backed agent writes code nobody
+    has read, so it runs in Docker (no engine: an error, never a quiet fall back to the host);
+    oracle, nop and scripted agents run locally."""
+    lock = job_dir / "job.json"
+    if lock.is_file():
+        return read_job_config(lock).sandbox  # type: ignore[return-value]
+    if not is_model_agent(agent):
+        return "local"
+    if docker_reachable():
+        return "docker"
+    raise ValueError(
+        f"agent {agent!r} runs in Docker by default and no Docker engine is reachable: start "
+        "Docker, or pass sandbox='local' (trusted agents only)"
+    )
+
+
 def run(
     tasks: Sequence[Path | str] | list[Task] | None = None,
     *,
@@ -244,7 +263,7 @@ def run(
     job: str | None = None,
     attempts: int = 1,
     modes: Sequence[Literal["mt", "sr"]] = ("mt", "sr"),
-    sandbox: Literal["local", "docker"] = "local",
+    sandbox: Literal["local", "docker"] | None = None,
     script: Path | str | None = None,
     model: ModelOptions | None = None,
     judge: JudgeConfig | None = None,
@@ -281,6 +300,7 @@ def run(
         opts = replace(opts, max_cost_usd=max_cost if max_cost is not None else opts.max_cost_usd,
                        max_tokens_total=max_tokens_total or opts.max_tokens_total)  # fmt: skip
     job_dir = Path(out) / (job or default_job_name(agent))
+    sandbox = sandbox or _default_sandbox(agent, job_dir)
     script_path = Path(script) if script is not None else None
     models = model or ModelOptions()
     watch = _BudgetWatch(observer or JobObserver())

@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     docker_snapshot: Literal["workspace", "archive", "commit"] | None = None
     """Docker snapshots: workspace (the workdir only, in a host folder when the daemon is
     local; default), archive (the workdir only, streamed as tars) or commit (the container)."""
+    local_isolation: Literal["auto", "bwrap", "unshare", "none"] = "auto"
+    """Local sandbox isolation: bwrap (bubblewrap), unshare, none; auto: the best that works."""
     claude_bin: str | None = None
     """The claude binary for --agent claude-code (default: the claude-agent-sdk's)."""
     judge_api_key: str | None = None

@@ -13,6 +13,7 @@ import pytest
 
 import evoround
 from evoround import load_tasks, report, run
+from evoround.results import read_job_config
 from evoround.tasks import TaskFormatError
 from tests.helpers import COUNTER
 
@@ -55,3 +56,21 @@ def test_the_example_script_runs(tmp_path: Path) -> None:
     lines = res.stdout.splitlines()
     assert lines[0].startswith("oracle   MT@k=1.00") and lines[1].startswith("nop      MT@k=0.00")
     assert "best: oracle" in res.stdout and (tmp_path / "out" / "report.html").is_file()
+
+
+def test_model_agents_default_to_docker_and_refuse_the_host_without_an_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the CLI: the API never quietly runs a model agent's unread code on the host."""
+    from evoround import api
+
+    monkeypatch.setattr(api, "docker_reachable", lambda: False)
+    with pytest.raises(ValueError, match="sandbox='local'"):
+        api._default_sandbox("evoround-agent", tmp_path / "new")
+    assert api._default_sandbox("oracle", tmp_path / "new") == "local"
+    monkeypatch.setattr(api, "docker_reachable", lambda: True)
+    assert api._default_sandbox("claude-code", tmp_path / "new") == "docker"
+    run([COUNTER], agent="oracle", out=tmp_path, job="j", modes=["mt"])
+    assert read_job_config(tmp_path / "j" / "job.json").sandbox == "local"
+    monkeypatch.setattr(api, "docker_reachable", lambda: False)
+    assert api._default_sandbox("evoround-agent", tmp_path / "j") == "local"  # the job's own

@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -391,6 +392,45 @@ def check_run_options(
         preflight("--api-base", api_base)
         if judge_model is not None and judge_api_base != api_base:
             preflight("--judge-api-base", judge_api_base)
+
+
+LOCAL_TRUSTED_NOTE = (
+    "--sandbox local: {agent} runs on this machine with your user's rights; local is for "
+    "trusted agents (Docker isolates untrusted ones)"
+)
+
+
+def check_isolation() -> None:
+    """``EVOROUND_LOCAL_ISOLATION`` names a mechanism that works here (one line if not)."""
+    from evoround.sandboxes import SandboxError, choose_isolation
+    from evoround.settings import settings
+
+    try:
+        choose_isolation(settings().local_isolation)
+    except SandboxError as e:
+        raise UsageError(str(e)) from None
+
+
+def choose_sandbox(agent: str, sandbox: str | None, reachable: Callable[[], bool]) -> str:
+    """The sandbox a run uses when ``--sandbox`` was not given.
+
+    A model-backed agent writes code nobody has read, so it runs in Docker by default; with
+    no engine to reach, the run stops (exit 2) rather than quietly falling back to the
+    host. Scripted, oracle and nop agents run what the task or the user wrote: local.
+    ``reachable`` probes the engine, only when the answer matters.
+    """
+    from evoround.scaffolds import is_model_agent
+
+    if sandbox is not None:
+        return sandbox
+    if not is_model_agent(agent):
+        return "local"
+    if reachable():
+        return "docker"
+    raise UsageError(
+        f"--agent {agent} runs in Docker by default and no Docker engine is reachable: start "
+        "Docker, or pass --sandbox local (trusted agents only)"
+    )
 
 
 def select_tasks(

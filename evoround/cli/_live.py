@@ -82,9 +82,11 @@ def _progress(console: Console) -> Progress:
 
 
 class LiveObserver(JobObserver):
-    def __init__(self, console: Console, title: str) -> None:
+    def __init__(self, console: Console, title: str, notice: str | None = None) -> None:
         self.console = console
         self.title = title
+        self.notice = notice
+        """One line printed when the job starts (not before: an early error prints alone)."""
         self._lock = threading.Lock()
         self.total: Counter[str] = Counter()
         self.done: Counter[str] = Counter()
@@ -103,6 +105,8 @@ class LiveObserver(JobObserver):
             for u in units:
                 self.total[u.task.name] += u.rounds
             self._t0 = time.monotonic()
+        if self.notice:
+            self.console.print(self.notice, markup=False, highlight=False, soft_wrap=True)
         self._live = Live(self, console=self.console, refresh_per_second=4, transient=False)
         self._live.start()  # rich calls __rich__ on every refresh
 

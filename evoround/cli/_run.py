@@ -33,14 +33,17 @@ from evoround.cli._app import (
 from evoround.cli._checks import (
     EXIT_INTERRUPTED,
     EXIT_NOT_EVALUATED,
+    LOCAL_TRUSTED_NOTE,
     ExecutorChoice,
     OnFailChoice,
     ReasoningEffort,
     SandboxChoice,
     UsageError,
+    check_isolation,
     check_out_dir,
     check_run_options,
     check_task_rules,
+    choose_sandbox,
     job_outcome,
     parse_model_args,
     resume_command,
@@ -50,6 +53,7 @@ from evoround.cli._live import ProgressObserver, _progress
 from evoround.engine import JobConfigMismatch, JobObserver, default_job_name
 from evoround.reports import job_json, print_report
 from evoround.results import load_job
+from evoround.sandboxes import docker_reachable
 from evoround.scaffolds import MODEL_AGENTS, ModelOptions, is_model_agent
 from evoround.tasks import Task, TaskFormatError, library_path
 from evoround.verifiers.checklist import JudgeConfig
@@ -217,8 +221,12 @@ def run(
         ModeChoice, typer.Option(help="mt: persistent, fail-stop; sr: each round from reference.")
     ] = ModeChoice.both,
     sandbox: Annotated[
-        SandboxChoice, typer.Option(help="Where attempts run (local: a folder, trusted agents).")
-    ] = SandboxChoice.local,
+        SandboxChoice | None,
+        typer.Option(
+            help="Where attempts run (local: a folder, trusted agents). Default: docker for "
+            "model-backed agents, local for scripted, oracle and nop."
+        ),
+    ] = None,
     keep_snapshots: Annotated[
         bool, typer.Option(help="Docker: keep agent snapshot images for inspection.")
     ] = False,
@@ -413,7 +421,7 @@ def run(
                 f"model settings {model_args} differ from the {recorded_args} recorded in "
                 f"{existing_job / 'job.json'}; leave them out to resume, or start a new --job"
             )
-    sandbox = str(getattr(sandbox, "value", sandbox))
+    sandbox = getattr(sandbox, "value", sandbox)  # type: ignore[assignment]
     executor = str(getattr(executor, "value", executor))
     given = {"model_args": model_args or None, "max_cost": max_cost,
              "judge_model_args": judge_args or None}  # fmt: skip
@@ -424,9 +432,13 @@ def run(
     try:
         check_run_options(
             agent=agent, script=script, model=model, api_base=api_base, max_tokens=max_tokens,
-            proxy=proxy, sandbox=sandbox, executor=executor, judge_model=judge_model,
+            proxy=proxy, sandbox=sandbox or ("docker" if is_model_agent(agent) else "local"),
+            executor=executor, judge_model=judge_model,
             judge_api_base=judge_api_base, out_dir=out_dir, job_name=job_name, given=given,
         )  # fmt: skip
+        sandbox = choose_sandbox(agent, sandbox, docker_reachable)
+        if sandbox == "local":
+            check_isolation()
     except UsageError as e:
         raise _fail(str(e)) from None
     options = RunOptions(
@@ -454,7 +466,8 @@ def run(
         )
     paths = tasks or [library_path()]
     job_dir = out_dir / (job_name or default_job_name(agent))
-    live = LiveObserver(err, agent)
+    trusted = sandbox == "local" and is_model_agent(agent)
+    live = LiveObserver(err, agent, LOCAL_TRUSTED_NOTE.format(agent=agent) if trusted else None)
     try:
         result = _run_one(
             paths, agent, script, attempts, mode, sandbox, job_dir, _progress(err), judge,

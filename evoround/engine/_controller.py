@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evoround.deadline import DeadlineExceeded, deadline
 from evoround.engine._reference import reference_snapshot
 from evoround.engine._retry import is_model_api_error
 from evoround.results import (
@@ -116,7 +117,7 @@ def attempt_ends(
 
 SNAPSHOT_GRACE_SEC = 30.0
 """Time allowed for the snapshot and the verification clone on top of the verifier's own
-timeout (the workspace limits keep honest copies far below it)."""
+timeout, at most that timeout again (the workspace limits keep honest copies far below it)."""
 
 
 @dataclass(frozen=True)
@@ -249,38 +250,54 @@ def run_round(
     base["usage"] = _round_usage(ctx.scaffold.model, trace.events, model_usage)
 
     snap: Snapshot | None = None
+    t1 = time.monotonic()
+    # One deadline covers snapshot, clone and verification: a hostile workspace that makes
+    # copying slow eats the verifier's time, not the job's (the loops below check it).
+    at = t1 + env.verifier_timeout_sec + min(SNAPSHOT_GRACE_SEC, env.verifier_timeout_sec)
     try:
-        t1 = time.monotonic()
-        snap = sandbox.snapshot(
-            SnapshotLabel(
-                task=task.name,
-                task_digest=task.digest,
-                kind=SnapshotKind.agent,
-                round=round_index,
-                attempt=f"{ctx.job}/{mode.value}-{attempt:02d}",
-                parent=parent.id if parent else None,
+        with deadline(at):
+            snap = sandbox.snapshot(
+                SnapshotLabel(
+                    task=task.name,
+                    task_digest=task.digest,
+                    kind=SnapshotKind.agent,
+                    round=round_index,
+                    attempt=f"{ctx.job}/{mode.value}-{attempt:02d}",
+                    parent=parent.id if parent else None,
+                )
             )
-        )
-        timings.snapshot_sec = time.monotonic() - t1
-        t2 = time.monotonic()
-        verify_name = f"{task.name}/{mode.value}-{attempt:02d}-verify-{round_index:02d}"
-        # One deadline covers snapshot, clone and verification: a hostile workspace that
-        # makes copying slow eats the verifier's time, not the job's.
-        deadline = t1 + env.verifier_timeout_sec + SNAPSHOT_GRACE_SEC
-        with ctx.provider.create(task, verify_name, snap) as clone:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                verdict = VerifierOutcome(
-                    passed=False, exit_code=124, timed_out=True,
-                    problems=["snapshot and copy used up the verification deadline"],
-                )  # fmt: skip
-            else:
-                # pytest (channel + JUnit) or script (reward file), as the task says
-                verdict = verify_suite(
-                    task, clone, active_tests(task, round_index), round_index, art,
-                    timeout=min(left, env.verifier_timeout_sec),
-                )  # fmt: skip
-        timings.verify_sec = time.monotonic() - t2
+            timings.snapshot_sec = time.monotonic() - t1
+            t2 = time.monotonic()
+            verify_name = f"{task.name}/{mode.value}-{attempt:02d}-verify-{round_index:02d}"
+            with ctx.provider.create(task, verify_name, snap) as clone:
+                left = at - time.monotonic()
+                if left <= 0:
+                    verdict = VerifierOutcome(
+                        passed=False, exit_code=124, timed_out=True,
+                        problems=["snapshot and copy used up the verification deadline"],
+                    )  # fmt: skip
+                else:
+                    # pytest (channel + JUnit) or script (reward file), as the task says
+                    verdict = verify_suite(
+                        task, clone, active_tests(task, round_index), round_index, art,
+                        timeout=min(left, env.verifier_timeout_sec),
+                    )  # fmt: skip
+            timings.verify_sec = time.monotonic() - t2
+    except DeadlineExceeded as e:
+        # The agent's workspace made the harness run out of time: a verification timeout
+        # of the agent's round, recorded, never a lost round.
+        spent = time.monotonic() - t1
+        if timings.snapshot_sec:
+            timings.verify_sec = spent - timings.snapshot_sec
+        else:
+            timings.snapshot_sec = spent
+        result = RoundResult(
+            **base, passed=False, status=RoundStatus.verifier_timeout, error=str(e),
+            verifier_problems=[f"{e} ({at - t1:.0f} s)"], timings=timings,
+            snapshot_id=snap.id if snap else None,
+        )  # fmt: skip
+        ctx.record(result)
+        return result, snap
     except WorkspaceRejected as e:
         # Over the task's workspace limits, or unreadable: the agent's doing, not the harness's.
         result = RoundResult(

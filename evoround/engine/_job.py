@@ -18,7 +18,14 @@ from pydantic import ValidationError
 from evoround.engine._controller import RunContext
 from evoround.engine._units import JobObserver, LocalRunner, plan_units, unit_done
 from evoround.fileio import atomic_write
-from evoround.results import JobConfig, Mode, ResultsWriter, TaskRef, read_results
+from evoround.results import (
+    ISOLATION_FILE,
+    JobConfig,
+    Mode,
+    ResultsWriter,
+    TaskRef,
+    read_results,
+)
 from evoround.sandboxes import SandboxError, SandboxProvider, make_provider
 from evoround.scaffolds import Scaffold
 from evoround.settings import evoround_home
@@ -258,10 +265,11 @@ def _execute(
                 agent_mounts=scaffold.sandbox_mounts(),
                 **({"base_image_map": config.base_image_map} if config.base_image_map else {}),
                 hidden=[job_dir],
-                harden=False if scaffold.persistent_processes else None,
+                persistent=scaffold.persistent_processes,
             ),  # fmt: skip
             limits,
         )
+        record_isolation(job_dir, provider)
         runner = LocalRunner(
             RunContext(
                 job=job_dir.name,
@@ -294,6 +302,17 @@ def _execute(
         else:
             runner.close()  # type: ignore[attr-defined]
     return job_dir
+
+
+def record_isolation(job_dir: Path, provider: SandboxProvider) -> None:
+    """Append how the local sandbox isolates commands (bwrap, unshare, none) to
+    ``<job>/sandbox.txt``; the report shows the last line. A Docker run writes nothing."""
+    mechanism = getattr(getattr(provider, "inner", provider), "isolation", None)
+    if mechanism is None:
+        return
+    stamp = datetime.now().isoformat(timespec="seconds")
+    with open(job_dir / ISOLATION_FILE, "a", encoding="utf-8") as f:
+        f.write(f"{stamp} local isolation: {mechanism}\n")
 
 
 def default_job_name(agent: str) -> str:

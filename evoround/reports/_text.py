@@ -60,6 +60,7 @@ def summary_row(view: JobView, m: Metrics) -> dict[str, Any]:
         "job": view.path.name,
         "agent": view.config.agent,
         "sandbox": view.config.sandbox,
+        "isolation": view.isolation(),
         "k": m.k,
         "MT@k": m.mt_at_k,
         "SR": m.sr,
@@ -252,6 +253,7 @@ def job_json(
         "job": view.path.name,
         "path": str(view.path),
         "config": view.config.model_dump(mode="json"),
+        "isolation": view.isolation(),
         "protocol": [{"what": w, "value": v} for w, v in protocol_rows(view)],
         "metrics": m.model_dump(mode="json"),
         "compliance": compute_compliance(view.records).model_dump(mode="json"),
@@ -300,6 +302,8 @@ def print_report(
         console.print(job_tables(v, resamples=resamples, seed=seed))
         for note in v.config.agent_notes:
             console.print(f"[yellow]note:[/] {v.config.agent} {note}", highlight=False)
+        if v.isolation() is not None:
+            console.print(f"sandbox: local, isolation {v.isolation()}", highlight=False)
         for p in v.problems:
             console.print(f"[yellow]warning:[/] {p}")
         bad = integrity_violations(v)

@@ -7,7 +7,15 @@ them, and none of that needs a sandbox or an agent.
 
 from evoround.results._checks import CheckOutcome, CheckResult, Evidence
 from evoround.results._cost import Cost, cost_of
-from evoround.results._jobdir import JobConfig, JobView, NotAJobDir, TaskRef, load_job
+from evoround.results._jobdir import (
+    ISOLATION_FILE,
+    JobConfig,
+    JobView,
+    NotAJobDir,
+    TaskRef,
+    load_job,
+    read_job_config,
+)
 from evoround.results._metrics import Metrics, compute_metrics, dedupe
 from evoround.results._recorder import ResultsWriter, read_results
 from evoround.results._records import (
@@ -26,6 +34,7 @@ from evoround.results._records import (
 from evoround.results._trajectory import EventType, TrajectoryEvent, truncate
 
 __all__ = [
+    "ISOLATION_FILE",
     "Cost",
     "cost_of",
     "CheckOutcome",
@@ -53,6 +62,7 @@ __all__ = [
     "compute_metrics",
     "dedupe",
     "load_job",
+    "read_job_config",
     "read_results",
     "truncate",
 ]

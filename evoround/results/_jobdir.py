@@ -69,6 +69,10 @@ class NotAJobDir(ValueError):
     pass
 
 
+ISOLATION_FILE = "sandbox.txt"
+"""In a job folder: one line per run, ``<time> local isolation: <mechanism>`` (local only)."""
+
+
 @dataclass(frozen=True)
 class JobView:
     path: Path
@@ -76,6 +80,15 @@ class JobView:
     records: list[RoundResult]
     problems: list[str]
     n_rounds: dict[str, int]
+
+    def isolation(self) -> str | None:
+        """How the local sandbox isolated the agent in the latest run of this job (``bwrap``,
+        ``unshare``, ``none``; from ``sandbox.txt``), None for Docker or older jobs."""
+        try:
+            lines = (self.path / ISOLATION_FILE).read_text(encoding="utf-8").split()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return lines[-1] if lines else None
 
     def attempted(self) -> dict[str, int]:
         """MT attempts started per task, recorded or not: the engine creates an attempt's

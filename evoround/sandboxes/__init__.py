@@ -5,6 +5,7 @@
 nothing of agents, reports or the job that uses them.
 """
 
+from evoround.sandboxes._isolation import choose_isolation
 from evoround.sandboxes._local import LocalProvider, LocalSandbox
 from evoround.sandboxes._protocol import (
     READ_LIMIT,
@@ -16,7 +17,7 @@ from evoround.sandboxes._protocol import (
     UnsafeFile,
     VerifierPython,
 )
-from evoround.sandboxes._providers import make_provider
+from evoround.sandboxes._providers import docker_reachable, make_provider
 
 __all__ = [
     "READ_LIMIT",
@@ -29,5 +30,7 @@ __all__ = [
     "SandboxUnavailable",
     "UnsafeFile",
     "VerifierPython",
+    "choose_isolation",
+    "docker_reachable",
     "make_provider",
 ]

@@ -35,6 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from evoround.sandboxes._capture import CappedOutput
+from evoround.sandboxes._isolation import (
+    bwrap_argv,
+    choose_isolation,
+    namespaces_available,
+    unshare_argv,
+)
 from evoround.sandboxes._protocol import (
     READ_LIMIT,
     ExecResult,
@@ -51,26 +57,6 @@ BACKEND = "local"
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME", "SHELL")
 """Host variables a sandboxed command inherits; everything else must be passed explicitly."""
 
-# Runs as the namespace's first process: cover the hidden paths with empty tmpfs mounts,
-# put this sandbox's own directory back (it may lie under a hidden path), make the covers
-# read-only, then become the command. fd 9 keeps the sandbox directory reachable.
-NS_SCRIPT = r"""root="$1"; shift
-exec 9<"$root" || exit 125
-hidden=""
-while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
-  if [ -d "$1" ]; then
-    mount -t tmpfs -o size=1m,mode=0755 evoround-hidden "$1" || exit 125
-    hidden="$hidden $1"
-  fi
-  shift
-done
-shift
-mkdir -p "$root" && mount --no-canonicalize --bind /proc/self/fd/9 "$root" || exit 125
-exec 9<&-
-for h in $hidden; do mount -o remount,ro evoround-hidden "$h" 2>/dev/null; done
-exec "$@"
-"""
-
 
 def _contains(inner: Path, outer: Path) -> bool:
     """Whether covering ``inner`` would cover ``outer`` (``inner`` is ``outer`` or above it)."""
@@ -79,26 +65,6 @@ def _contains(inner: Path, outer: Path) -> bool:
     except ValueError:
         return False
     return True
-
-
-def namespaces_available() -> bool:
-    """Whether commands can run in their own pid + mount namespace here (probed once)."""
-    global _NS_OK
-    if _NS_OK is None:
-        try:
-            res = subprocess.run(
-                ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc",
-                 "--", "sh", "-c", "mount -t tmpfs x /mnt 2>/dev/null || "
-                 "mount -t tmpfs x /tmp; test -r /proc/1/status"],
-                capture_output=True, timeout=20,
-            )  # fmt: skip
-            _NS_OK = res.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _NS_OK = False
-    return _NS_OK
-
-
-_NS_OK: bool | None = None
 
 
 def safe_read(path: Path, *, limit: int = READ_LIMIT, follow_symlinks: bool = False) -> bytes:
@@ -143,6 +109,7 @@ def local_run(
     timeout: float | None,
     stdin: str | bytes | None,
     env: dict[str, str],
+    pass_fds: tuple[int, ...] = (),
 ) -> ExecResult:
     """Run a command in a new session; on timeout (or interrupt) kill its process group.
 
@@ -161,6 +128,7 @@ def local_run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     out, err = CappedOutput(), CappedOutput()
     readers = [
@@ -217,6 +185,8 @@ class LocalSandbox(Sandbox):
         hidden: tuple[Path, ...] | None = None,
         network: bool = True,
         limits: tuple[int, int] | None = None,
+        isolation: str = "unshare",
+        pid_namespace: bool = True,
     ) -> None:
         self.root = root
         self.base_env = dict(base_env or {})
@@ -227,6 +197,9 @@ class LocalSandbox(Sandbox):
         self.hidden = hidden
         """Paths covered in every command's mount namespace; None: not hardened (trusted)."""
         self.network = network
+        self.isolation = isolation if hidden is not None else "none"
+        """How commands are isolated: ``bwrap``, ``unshare`` or ``none`` (see ``_isolation``)."""
+        self.pid_namespace = pid_namespace
         self.workdir = str(root / "workspace")
         self.scratch = str(root / "scratch")
         self.python = sys.executable
@@ -258,16 +231,47 @@ class LocalSandbox(Sandbox):
         }  # fmt: skip
         Path(full_env["HOME"]).mkdir(exist_ok=True)
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        if self.hidden is not None:
-            ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
-            if not self.network:
-                ns.append("--net")
-            hide = [str(p) for p in self.hidden]
-            argv = [*ns, "--", "sh", "-c", NS_SCRIPT, "evoround-ns", str(self.root), *hide,
-                    "--", *argv]  # fmt: skip
-        return local_run(
-            argv, cwd=self._resolve(cwd or self.workdir), timeout=timeout, stdin=stdin, env=full_env
-        )
+        where = self._resolve(cwd or self.workdir)
+        if self.hidden is not None and self.isolation == "bwrap":
+            return self._exec_bwrap(argv, where, timeout, stdin, full_env)
+        if self.hidden is not None and self.pid_namespace:
+            argv = unshare_argv(self.root, self.hidden, argv, network=self.network)
+        return local_run(argv, cwd=where, timeout=timeout, stdin=stdin, env=full_env)
+
+    def _exec_bwrap(
+        self,
+        argv: list[str],
+        where: Path,
+        timeout: float | None,
+        stdin: str | bytes | None,
+        env: dict[str, str],
+    ) -> ExecResult:
+        """Run under bubblewrap; a namespace that could not be set up (bwrap's status fd then
+        has no ``exit-code`` of the command) is the harness's error, not the command's."""
+        info_r, info_w = os.pipe()
+        try:
+            wrapped = bwrap_argv(self.root, self.hidden or (), argv, network=self.network,
+                                 cwd=str(where), pid_namespace=self.pid_namespace,
+                                 info_fd=info_w)  # fmt: skip
+            res = local_run(wrapped, cwd=where, timeout=timeout, stdin=stdin, env=env,
+                            pass_fds=(info_w,))  # fmt: skip
+            os.close(info_w)
+            info_w = -1
+            os.set_blocking(info_r, False)
+            status = b""
+            with contextlib.suppress(BlockingIOError):
+                while chunk := os.read(info_r, 4096):
+                    status += chunk
+            started = b'"exit-code"' in status
+        finally:
+            os.close(info_r)
+            if info_w >= 0:
+                os.close(info_w)
+        if not started and not res.timed_out:
+            why = next((ln for ln in res.stderr.splitlines() if ln.startswith("bwrap:")), "")
+            raise SandboxError(f"sandbox {self.root.name}: bubblewrap could not start the "
+                               f"command: {why or res.stderr.strip()[:300]}")  # fmt: skip
+        return res
 
     def expose_endpoint(self, url: str) -> str:
         """A host endpoint is reachable only through the host's network: keep it."""
@@ -302,6 +306,7 @@ class LocalSandbox(Sandbox):
         if not self._closed:
             self._closed = True
             shutil.rmtree(self.root, ignore_errors=True)
+            self._store.forget(self.workdir)  # its hashes can never be asked for again
 
 
 OWNER_FILE = "owner.pid"
@@ -346,9 +351,13 @@ class LocalProvider(SandboxProvider):
         *,
         harden: bool | None = None,
         hidden: list[Path] | None = None,
+        persistent: bool = False,
     ) -> None:
-        """``harden``: None = whenever namespaces are available; ``hidden``: more paths the
-        agent must not see (the job directory)."""
+        """``harden``: None = as ``EVOROUND_LOCAL_ISOLATION`` says (default: the best
+        mechanism that works here), False = not at all; ``hidden``: more paths the agent
+        must not see (the job directory); ``persistent``: the agent keeps processes between
+        commands (a tmux server), so no per-command pid namespace (bubblewrap only; with
+        unshare such an agent runs unhardened)."""
         self.store = store
         self.parent = Path(base_dir or Path(tempfile.gettempdir()) / "evoround-sandboxes")
         self.parent.mkdir(parents=True, exist_ok=True)
@@ -358,7 +367,18 @@ class LocalProvider(SandboxProvider):
         self.base_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.parent))
         # who owns these sandboxes: a run killed with -9 leaves them to the next run
         (self.base_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
-        self.harden = namespaces_available() if harden is None else harden
+        from evoround.settings import settings
+
+        if harden is False:
+            self.isolation = "none"
+        else:
+            self.isolation = choose_isolation(settings().local_isolation)
+            if harden and self.isolation == "none":
+                self.isolation = "unshare" if namespaces_available() else "none"
+        if persistent and self.isolation == "unshare":
+            self.isolation = "none"  # unshare's pid namespace would kill the tmux server
+        self.harden = self.isolation != "none"
+        self.persistent = persistent
         self._hidden = [Path(p) for p in hidden or []]
 
     def hidden_paths(self, task: Task) -> tuple[Path, ...]:
@@ -397,6 +417,8 @@ class LocalProvider(SandboxProvider):
             self.store,
             resolve_host_env(task.config.environment.env),
             hidden=self.hidden_paths(task) if self.harden else None,
+            isolation=self.isolation,
+            pid_namespace=not self.persistent,
             network=task.config.environment.network,
             limits=(
                 task.config.environment.max_workspace_files,

@@ -116,6 +116,13 @@ class Sandbox(ABC):
         the agent may have changed override this with a pristine one."""
         return VerifierPython((self.python, "-I"))
 
+    def stop_strays(self) -> None:
+        """Kill every process a finished command left running in the sandbox, so nothing
+        the tested code started can still write while the harness reads the verdict.
+
+        Nothing to do by default: a hardened local sandbox's commands take their processes
+        with them (a pid namespace each); a container's ``exec`` does not (Docker)."""
+
     def expose_endpoint(self, url: str) -> str:
         """Make one host endpoint (a model API) reachable from commands in the sandbox.
 

@@ -70,8 +70,9 @@ class Scaffold(ABC):
     persistent_processes: bool = False
     """True for agents that leave processes running in the sandbox between commands (Harbor's
     Terminus-2 keeps a tmux server). The hardened local sandbox kills whatever a command
-    leaves behind, so for these agents the local sandbox runs unhardened (trusted only);
-    the Docker sandbox keeps them in the attempt's container."""
+    leaves behind, so for these agents it drops the per-command pid namespace (bubblewrap
+    keeps the filesystem and network isolation; with unshare they run unhardened, trusted
+    only); the Docker sandbox keeps them in the attempt's container."""
 
     def sandbox_mounts(self) -> dict[str, str]:
         """Host folders (-> container paths) the agent needs inside a container, mounted

@@ -15,10 +15,12 @@ import json
 import os
 import shutil
 import stat
+import threading
 import uuid
 from collections import OrderedDict
 from pathlib import Path
 
+from evoround.deadline import check as check_deadline
 from evoround.fileio import atomic_write, file_lock
 from evoround.snapshots._model import Snapshot, SnapshotKind, SnapshotLabel
 
@@ -48,10 +50,13 @@ class SnapshotStore:
         self.root = Path(root)
         for sub in ("blobs", "manifests", "meta", "refs"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        # (path, size, mtime_ns, ctime_ns, inode) -> sha256: unchanged files are not re-hashed.
-        # ctime is in the key because nobody can set it: an agent that rewrites a file in
-        # place and restores its size and mtime still changes its ctime.
-        self._hash_cache: OrderedDict[tuple[str, int, int, int, int], str] = OrderedDict()
+        # path -> ((size, mtime_ns, ctime_ns, inode), sha256): unchanged files are not re-hashed.
+        # ctime is in the stamp because nobody can set it: an agent that rewrites a file in
+        # place and restores its size and mtime still changes its ctime. Keyed by path, so a
+        # rewritten file replaces its entry instead of leaving a dead one (a recycled Docker
+        # workspace folder is re-snapshotted every round: dead entries grew the engine).
+        self._hash_cache: OrderedDict[str, tuple[tuple[int, int, int, int], str]] = OrderedDict()
+        self._hash_lock = threading.Lock()  # attempts on executor threads share one store
 
     # ---- metadata -------------------------------------------------------------
     def register(self, label: SnapshotLabel, backend: str, locator: str, **extra: int) -> Snapshot:
@@ -129,17 +134,34 @@ class SnapshotStore:
         return self.root / "blobs" / digest[:2] / digest
 
     def _cached_hash(self, key: tuple[str, int, int, int, int], full: Path) -> str:
-        """The file's sha256, from a bounded LRU keyed by path and stat: every attempt works in
-        a new folder, so an unbounded cache would grow with the job, not with the workspace."""
-        digest = self._hash_cache.get(key)
-        if digest is not None:
-            self._hash_cache.move_to_end(key)
-            return digest
+        """The file's sha256, from a bounded LRU keyed by path and checked against its stat:
+        every attempt works in a new folder, so an unbounded cache would grow with the job."""
+        path, stamp = key[0], key[1:]
+        with self._hash_lock:
+            hit = self._hash_cache.get(path)
+            if hit is not None and hit[0] == stamp:
+                self._hash_cache.move_to_end(path)
+                return hit[1]
         digest = _sha256_file(full)
-        self._hash_cache[key] = digest
-        if len(self._hash_cache) > HASH_CACHE_ENTRIES:
-            self._hash_cache.popitem(last=False)
+        with self._hash_lock:
+            self._hash_cache[path] = (stamp, digest)
+            self._hash_cache.move_to_end(path)
+            if len(self._hash_cache) > HASH_CACHE_ENTRIES:
+                self._hash_cache.popitem(last=False)
         return digest
+
+    def forget(self, directory: Path | str) -> None:
+        """Drop the remembered hashes of files under ``directory`` (a workspace being deleted).
+
+        Why: a finished attempt's folder never comes back, so its entries can never hit again;
+        kept until the LRU bound pushed them out, they grew the controller by about half a
+        kilobyte per round until the 100,000-entry bound (about 30 MB; issue 14).
+        """
+        prefix = os.path.join(str(directory), "")
+        with self._hash_lock:
+            dead = [k for k in self._hash_cache if k.startswith(prefix)]
+            for k in dead:
+                del self._hash_cache[k]
 
     def capture_dir(
         self,
@@ -174,6 +196,7 @@ class SnapshotStore:
             for name in sorted(
                 filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
             ):
+                check_deadline("the snapshot")  # a hostile tree never outlasts the round
                 full = Path(dirpath, name)
                 rel = full.relative_to(directory).as_posix()
                 try:
@@ -242,6 +265,7 @@ class SnapshotStore:
                 _remove(dest / d)
                 touched.add(d)
         for path, e in want.items():
+            check_deadline("the verification copy")
             old = have.get(path)
             if old == e:
                 continue

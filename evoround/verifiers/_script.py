@@ -27,8 +27,12 @@ Reading the verdict as the benchmark does (Harbor's verifier, EvoCode-Bench's sc
   case and a ``CASE_SUMMARY total_cases= success_count= fail_count=`` line. The summary gives
   the round's case counts (the case score), the result lines the failing cases with their
   messages. Without either, the round is one case (passed or not). The agent's own code runs
-  inside the script and may print such lines too; the LAST consistent summary is taken (the
-  script prints it at the end) and counts that do not add up are refused with a problem.
+  inside the script and may print such lines too, so the lines must agree or the round is an
+  ``integrity_violation`` (evidence recorded): one summary (or repeats of the same one) whose
+  counts add up and match the result lines when there are any, no case reported twice with
+  two outcomes, and no full reward while a case failed.
+- Rewards are read with the sandbox's safe reads (no symlink followed, regular files only,
+  size-capped) from a logs folder with a random name made for this verification.
 
 The suite is copied from the task directory on the host, outside the workspace, exactly like
 the pytest verifier does.
@@ -46,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evoround.results import TestOutcome, TestResult, VerifierOutcome
-from evoround.sandboxes import Sandbox
+from evoround.sandboxes import Sandbox, UnsafeFile
 from evoround.tasks import ActiveTest
 from evoround.verifiers._pytest import copy_suite
 
@@ -124,6 +128,8 @@ class Cases:
     total: int | None
     results: tuple[TestResult, ...]
     problem: str | None = None
+    integrity: tuple[str, ...] = ()
+    """Evidence that the case lines were tampered with (they contradict each other)."""
 
 
 def _origin_round(value: str | None) -> int | None:
@@ -134,8 +140,12 @@ def _origin_round(value: str | None) -> int | None:
 def parse_cases(stdout: str, script: str) -> Cases:
     """``CASE_RESULT`` and ``CASE_SUMMARY`` lines of a suite's stdout."""
     results: list[TestResult] = []
+    seen: dict[str, bool] = {}
+    evidence: list[str] = []
+    capped = False
     for m in _RESULT.finditer(stdout):
         if len(results) >= MAX_CASE_RESULTS:
+            capped = True
             break
         fields = {
             f.group(1): f.group(2) if f.group(2) is not None else f.group(3)
@@ -147,7 +157,14 @@ def parse_cases(stdout: str, script: str) -> Cases:
         for key in ("expected", "actual"):
             if fields.get(key) and fields[key] != "n/a":
                 detail.append(f"{key}: {fields[key]}")
-        name = fields.get("case_id") or f"case-{len(results) + 1}"
+        case_id = fields.get("case_id") or ""
+        if case_id in seen:  # a repeat: the same line again, or a flipped outcome
+            if seen[case_id] != ok:
+                evidence.append(f"CASE_RESULT {case_id[:80]} reported both passed and failed")
+            continue
+        if case_id:
+            seen[case_id] = ok
+        name = case_id or f"case-{len(results) + 1}"
         if fields.get("requirement_ref"):
             name += f" [{fields['requirement_ref']}]"
         results.append(
@@ -160,17 +177,23 @@ def parse_cases(stdout: str, script: str) -> Cases:
             )
         )
     summaries = [tuple(int(x) for x in m.groups()) for m in _SUMMARY.finditer(stdout)]
-    problem = None
-    while summaries:
+    n_ok = sum(r.outcome is TestOutcome.passed for r in results)
+    if len(set(summaries)) > 1:
+        evidence.append(f"{len(set(summaries))} different CASE_SUMMARY lines")
+    if summaries:
         total, ok_n, fail_n = summaries[-1]
-        if ok_n + fail_n == total:
-            return Cases(ok_n, total, tuple(results), problem)
-        problem = f"CASE_SUMMARY counts do not add up ({ok_n} + {fail_n} != {total}); ignored"
-        summaries.pop()
+        if ok_n + fail_n != total:
+            evidence.append(f"CASE_SUMMARY counts do not add up ({ok_n} + {fail_n} != {total})")
+        elif results and not capped and (total, ok_n) != (len(results), n_ok):
+            evidence.append(
+                f"CASE_SUMMARY says {ok_n}/{total} passed, the CASE_RESULT lines {n_ok}/"
+                f"{len(results)}"
+            )
+        if not evidence:
+            return Cases(ok_n, total, tuple(results))
     if results:  # no usable summary: count the result lines (EvoCode-Bench's fallback)
-        n_ok = sum(r.outcome is TestOutcome.passed for r in results)
-        return Cases(n_ok, len(results), tuple(results), problem)
-    return Cases(None, None, (), problem)
+        return Cases(n_ok, len(results), tuple(results), integrity=tuple(evidence))
+    return Cases(None, None, (), integrity=tuple(evidence))
 
 
 def run_script(
@@ -216,10 +239,16 @@ def run_script(
     start = time.monotonic()
     res = sandbox.exec(argv, timeout=timeout, cwd=sandbox.workdir, env=full_env)
     duration = time.monotonic() - start
+    sandbox.stop_strays()  # nothing the tested code started may rewrite the reward now
+
+    unsafe: list[str] = []
 
     def read(name: str) -> bytes | None:
         try:
             return sandbox.read_file(f"{verifier_dir}/{name}")
+        except UnsafeFile as e:  # a link, FIFO or oversized file where a reward belongs
+            unsafe.append(f"{name}: {str(e).rsplit(': ', 1)[-1]}")
+            return None
         except (FileNotFoundError, OSError, KeyError):
             return None
 
@@ -231,6 +260,14 @@ def run_script(
         rewards = parse_reward_files(json_raw, txt_raw)
     except RewardError as e:
         error = str(e)
+    cases = parse_cases(res.stdout, script)
+    if cases.problem:
+        problems.append(cases.problem)
+    if error and (cases.passed or 0) < (cases.total or 0):
+        # No usable reward, but the script's case lines already say the work failed (a
+        # process of the tested code may have torn the file): a fail, not a lost verdict.
+        problems.append(f"{error}; the case lines show failures")
+        error = None
     if res.timed_out:
         problems.append(f"verifier timed out after {timeout:.0f}s")
         error = None  # a timeout is its own status
@@ -238,13 +275,15 @@ def run_script(
         error = f"the verifier script exited {res.exit_code}"
     if error:
         problems.append(error)
-    cases = parse_cases(res.stdout, script)
-    if cases.problem:
-        problems.append(cases.problem)
+    integrity = unsafe + list(cases.integrity)
     reward = rewards.get("reward")
+    failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
+    if reward is not None and reward >= 1.0 and failed_cases:
+        integrity.append(f"reward {reward:g} while {len(failed_cases)} case(s) failed")
     passed = (
         not res.timed_out
         and error is None
+        and not integrity
         and (res.exit_code == 0 or nonzero_exit == "ignore")
         and meets(rewards, min_reward)
     )
@@ -285,4 +324,5 @@ def run_script(
         rewards=rewards,
         cases_passed=cases.passed,
         cases_total=cases.total,
+        integrity=integrity,
     )

@@ -91,7 +91,7 @@ def test_resume_reuses_the_recorded_model_options(tmp_path: Path):
     with serve({**SCRIPT, "faults": [{"at": 4, "delay_sec": 60}]}) as srv:
         proc = subprocess.Popen(
             [*CLI, "run", str(COUNTER), "--agent", "evoround-agent", "--model", "openai/replay-a",
-             "--api-base", srv.url, "--max-steps", "7", "--mode", "mt",
+             "--sandbox", "local", "--api-base", srv.url, "--max-steps", "7", "--mode", "mt",
              "--out", str(tmp_path / "runs"), "--job", "j"],
             env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip

@@ -74,7 +74,7 @@ def test_max_tokens_total_stops_new_rounds_and_a_resume_finishes(tmp_path: Path)
     out = str(tmp_path / "runs")
     with serve(SILENT) as srv:
         base = ["run", str(COUNTER), "--agent", "evoround-agent", "--model", "openai/replay",
-                "--api-base", srv.url, "--mode", "sr", "--max-steps", "2"]  # fmt: skip
+                "--api-base", srv.url, "--mode", "sr", "--max-steps", "2", "--sandbox", "local"]  # fmt: skip
         res = evoround(*base, "--out", out, "--job", "j", "--max-tokens-total", "1")
         assert res.returncode == 1, res.stderr[-2000:]
         assert "budget stopped the job: --max-tokens-total 1 reached" in res.stderr
@@ -111,7 +111,7 @@ def test_a_budget_reached_by_the_last_round_stopped_nothing(tmp_path: Path) -> N
 
 def test_max_cost_needs_a_model_with_a_price(tmp_path: Path) -> None:
     res = evoround("run", str(COUNTER), "--agent", "evoround-agent", "--model", "openai/replay",
-                   "--api-base", "http://127.0.0.1:9", "--max-cost", "1",
+                   "--api-base", "http://127.0.0.1:9", "--max-cost", "1", "--sandbox", "local",
                    "--out", str(tmp_path / "runs"))  # fmt: skip
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert res.returncode == 2 and len(lines) == 1, res.stderr

@@ -64,7 +64,7 @@ def test_every_round_model_api_is_exit_1(tmp_path: Path) -> None:
     with serve(script) as srv:
         res = evoround("run", str(COUNTER), "--agent", "evoround-agent", "--model",
                        "openai/replay", "--api-base", srv.url, "--out", str(tmp_path / "runs"),
-                       "--job", "j", "--max-steps", "2")  # fmt: skip
+                       "--job", "j", "--max-steps", "2", "--sandbox", "local")  # fmt: skip
     assert res.returncode == 1, res.stderr[-2000:]
     assert _statuses(tmp_path / "runs" / "j") == {RoundStatus.model_api}
     line = res.stderr.strip().splitlines()[-1]
@@ -74,7 +74,7 @@ def test_every_round_model_api_is_exit_1(tmp_path: Path) -> None:
 def test_unreachable_api_base_fails_fast_before_anything(tmp_path: Path) -> None:
     t0 = time.monotonic()
     res = evoround("run", str(COUNTER), "--agent", "claude-code", "--api-base",
-                   "http://127.0.0.1:9", "--out", str(tmp_path / "runs"))  # fmt: skip
+                   "http://127.0.0.1:9", "--sandbox", "local", "--out", str(tmp_path / "runs"))  # fmt: skip
     assert res.returncode == 2 and time.monotonic() - t0 < 30
     assert "--api-base http://127.0.0.1:9: unreachable" in res.stderr
     assert not (tmp_path / "runs").exists()
@@ -97,11 +97,12 @@ def test_printed_resume_command_works_for_a_scripted_job(tmp_path: Path) -> None
         "1": ["oracle"], "2": ["oracle", {"run": slow}], "*": ["oracle"]}}}))  # fmt: skip
     work = tmp_path / "work"
     work.mkdir()
+    # the agent signals through marker files on the host: no local isolation here
+    host_env = {**os.environ, "COLUMNS": "400", "EVOROUND_LOCAL_ISOLATION": "none"}
     proc = subprocess.Popen(
         [*CLI, "run", str(COUNTER), "--agent", "scripted", "--script", "../slow.yaml",
          "--mode", "mt", "--job", "j", "--grace", "0"],  # default relative --out
-        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "COLUMNS": "400"},
+        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=host_env,
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while not (marks / "r2").exists():
@@ -116,7 +117,7 @@ def test_printed_resume_command_works_for_a_scripted_job(tmp_path: Path) -> None
     assert argv[4:] == ["--script", str(script)], printed  # absolute: resumable from anywhere
     (marks / "go").touch()
     res = subprocess.run([*CLI, *argv[1:]], cwd=work, capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
+                         timeout=300, env=host_env)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
     records = read_results(work / "runs" / "j" / "results.jsonl")[0]
     assert [r.round for r in records] == [1, 2, 3, 4] and all(r.passed for r in records)
@@ -170,7 +171,7 @@ def test_a_missing_extra_is_one_line_naming_the_pip_command(tmp_path: Path) -> N
         res = _without(module, "run", str(COUNTER), *args, "--out", out)
         lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
         assert res.returncode == 2 and len(lines) == 1 and words in lines[0], res.stderr
-    res = evoround("run", str(COUNTER), "--agent", "claude-code", "--out", out,
+    res = evoround("run", str(COUNTER), "--agent", "claude-code", "--sandbox", "local", "--out", out,
                    env={"EVOROUND_CLAUDE_BIN": str(tmp_path / "nope")})  # fmt: skip
     assert res.returncode == 2 and "EVOROUND_CLAUDE_BIN" in res.stderr
     assert not (tmp_path / "runs").exists()

@@ -579,7 +579,8 @@ CASES: list[tuple[str, Prep, list[str]]] = [
      ["EVOROUND_DEBUG", "'maybe'"]),
     ("env-agent-kwargs-bad", lambda c: ["ENV:EVOROUND_HARBOR_AGENT_KWARGS={oops",
                                         "run", "{task}", "--agent", "harbor:terminus-2",
-                                        "--model", "openai/x", "--out", "{tmp}/runs"],
+                                        "--model", "openai/x", "--sandbox", "local",
+                                        "--out", "{tmp}/runs"],
      ["EVOROUND_HARBOR_AGENT_KWARGS"]),
 ]  # fmt: skip
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import gc
+import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from evoround.engine import RunOptions, _executor, run_job
+from evoround.engine import JobObserver, RunOptions, _executor, run_job
 from evoround.results import Mode, read_results
+from evoround.sandboxes import LocalProvider, SandboxProvider
 from evoround.scaffolds import OracleScaffold
-from evoround.snapshots import SnapshotStore, _store
-from evoround.tasks import load_tasks
+from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore, _store
+from evoround.tasks import load_task, load_tasks
+from tests.conftest import write_task
 from tests.engine.test_resume_kill import make_suite
 
 
@@ -53,3 +58,106 @@ def test_hash_cache_is_bounded_and_still_right(
         manifests.append(store.capture_dir(ws)[0])
         assert len(store._hash_cache) <= 5
     assert len(set(manifests)) == 1  # same content, same manifest, cache or not
+
+
+def test_forget_drops_one_workspace_only(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "store")
+    for name in ("ws1", "ws10"):  # ws1 is a prefix of ws10's path, not its folder
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "sub" / "a.txt").write_text(name)
+        (tmp_path / name / "b.txt").write_text(name)
+        store.capture_dir(tmp_path / name)
+    assert len(store._hash_cache) == 4
+    store.forget(tmp_path / "ws1")
+    assert sorted(Path(k).relative_to(tmp_path).as_posix() for k in store._hash_cache) == [
+        "ws10/b.txt", "ws10/sub/a.txt",
+    ]  # fmt: skip
+
+
+class _TracedAt(JobObserver):
+    """Traced Python memory after chosen finished units, with the rounds recorded by then."""
+
+    def __init__(self, marks: tuple[int, int]) -> None:
+        self.marks, self.rounds, self.units = marks, 0, 0
+        self.at: dict[int, tuple[int, int]] = {}
+
+    def round_recorded(self, unit: object, result: object) -> None:
+        self.rounds += 1
+
+    def unit_finished(self, unit: object) -> None:
+        self.units += 1
+        if self.units in self.marks:
+            gc.collect()
+            self.at[self.units] = (self.rounds, tracemalloc.get_traced_memory()[0])
+
+
+def test_controller_memory_per_round_is_flat(tmp_path: Path) -> None:
+    """Issue 14: the controller grew ~10 KB per round over a 1,000-round job. A short job
+    under tracemalloc shows what the controller keeps per round after warm-up; the
+    1,000-round RSS measurement is ``benchmarks/throughput.py --only-big``."""
+    tasks_dir, _, _ = make_suite(tmp_path / "suite", nap=0)
+    store = SnapshotStore(tmp_path / "store")
+    observer = _TracedAt((6, 30))  # 2 tasks: 3 attempts each of warm-up, then 12 more each
+    tracemalloc.start()
+    try:
+        run_job(
+            load_tasks([tasks_dir]), OracleScaffold(), job_dir=tmp_path / "job", attempts=15,
+            modes=[Mode.mt], store=store, options=RunOptions(concurrency=1), observer=observer,
+        )  # fmt: skip
+    finally:
+        tracemalloc.stop()
+    (r0, m0), (r1, m1) = observer.at[6], observer.at[30]
+    per_round = (m1 - m0) / (r1 - r0)
+    assert r1 - r0 >= 30
+    # before the fix about 870 bytes (the hash cache), after it about 160 (free lists, caches)
+    assert per_round < 400, f"the controller keeps {per_round:.0f} bytes per round"
+    assert len(store._hash_cache) == 0  # every attempt's sandbox closed, its hashes forgotten
+
+
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_closed_sandbox_leaves_no_file_hashes(
+    tmp_path: Path, request: pytest.FixtureRequest, backend: str
+) -> None:
+    """Each attempt (local) or each snapshot (Docker: a fresh extraction folder) hashes files
+    under a path that never comes back: the entries must go with it, or they pile up."""
+    task = load_task(write_task(tmp_path / "tasks", "hashes", rounds=1, workspace={"a.py": "A\n"}))
+    store = SnapshotStore(tmp_path / "store")
+    provider: SandboxProvider
+    if backend == "local":
+        provider = LocalProvider(store, base_dir=tmp_path / "sandboxes")
+    else:
+        request.getfixturevalue("docker_client")
+        from evoround.sandboxes.docker import DockerProvider
+
+        provider = DockerProvider(store, job="memory-hashes")
+    try:
+        for attempt in range(2):
+            with provider.create(task, f"memory/attempt-{attempt}") as sb:
+                for r in (1, 2):
+                    sb.write_file(f"r{r}.py", f"R = {r}\n")
+                    sb.snapshot(
+                        SnapshotLabel(
+                            task=task.name, task_digest=task.digest, kind=SnapshotKind.agent,
+                            round=r, attempt=f"memory/attempt-{attempt}",
+                        )
+                    )  # fmt: skip
+            if backend == "docker":  # a closed clone's folder may be recycled as a spare
+                provider.wait_idle()
+            assert [k for k in store._hash_cache if not os.path.lexists(k)] == []
+        provider.close()
+        assert store._hash_cache == {}  # every folder gone, every hash forgotten
+    finally:
+        provider.close()
+
+
+def test_a_rewritten_file_replaces_its_entry(tmp_path: Path) -> None:
+    """A folder snapshotted round after round (a recycled Docker workspace) keeps one entry
+    per file, whatever the number of rewrites."""
+    store = SnapshotStore(tmp_path / "store")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(50):
+        (ws / "a.txt").write_text(f"round {i}\n")
+        (ws / "b.txt").write_text("same\n")
+        store.capture_dir(ws)
+    assert len(store._hash_cache) == 2

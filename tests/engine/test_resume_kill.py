@@ -67,7 +67,9 @@ def run_args(tasks: Path, script: Path, out: Path, *extra: str) -> list[str]:
 
 
 def env(home: Path) -> dict[str, str]:
-    return {**os.environ, "EVOROUND_HOME": str(home), "COLUMNS": "120"}
+    # the agent signals through marker files on the host: no local isolation here
+    return {**os.environ, "EVOROUND_HOME": str(home), "COLUMNS": "120",
+            "EVOROUND_LOCAL_ISOLATION": "none"}  # fmt: skip
 
 
 def canonical(job: Path) -> dict[tuple, tuple]:

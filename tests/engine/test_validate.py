@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from evoround.cli import app
@@ -73,7 +74,10 @@ def test_solution_dir_and_shipped_answer_are_leaks(make_task: Callable[..., Path
     assert any("distinctive lines" in m for m in msgs), msgs
 
 
-def test_flaky_test_is_named(make_task: Callable[..., Path], tmp_path: Path):
+def test_flaky_test_is_named(
+    make_task: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("EVOROUND_LOCAL_ISOLATION", "none")  # the test keeps state on the host
     counter = tmp_path / "flip"
     task = make_task(name="flaky", rounds=1)
     (task / "rounds/01/tests/test_flaky.py").write_text(

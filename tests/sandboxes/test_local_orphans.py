@@ -27,7 +27,9 @@ def test_resume_after_kill_9_leaves_no_sandbox_folders(tmp_path: Path) -> None:
         "2": ["oracle", {"run": slow}], "*": ["oracle"]}}}))  # fmt: skip
     tmp = tmp_path / "tmp"  # the engine's tempdir: its sandboxes, and nobody else's
     tmp.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmp), "EVOROUND_HOME": str(tmp_path / "home")}
+    # the agent signals through files on the host: no isolation (sweeping is the point here)
+    env = {**os.environ, "TMPDIR": str(tmp), "EVOROUND_HOME": str(tmp_path / "home"),
+           "EVOROUND_LOCAL_ISOLATION": "none"}  # fmt: skip
     args = [*CLI, "run", str(COUNTER), "--agent", "scripted", "--script", str(script),
             "--mode", "mt", "--out", str(tmp_path / "runs"), "--job", "j"]  # fmt: skip
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -154,7 +154,7 @@ def cli(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Comp
 def test_cli_missing_bridge_exit_2(tmp_path: Path):
     res = cli(
         "run", COUNTER, "--agent", "harbor:terminus-2", "--model", "openai/replay",
-        "--out", tmp_path, env={"EVOROUND_HOME": str(tmp_path / "home"), "EVOROUND_HARBOR_PYTHON": ""},
+        "--sandbox", "local", "--out", tmp_path, env={"EVOROUND_HOME": str(tmp_path / "home"), "EVOROUND_HARBOR_PYTHON": ""},
     )  # fmt: skip
     assert res.returncode == 2, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
@@ -176,12 +176,13 @@ def harbor_ready() -> HarborRuntime:
 
 
 def test_cli_unknown_harbor_agent_exit_2(harbor_ready, tmp_path: Path):
-    res = cli("run", COUNTER, "--agent", "harbor:nonexistent", "--out", tmp_path)
+    local = ("--sandbox", "local", "--out", tmp_path)
+    res = cli("run", COUNTER, "--agent", "harbor:nonexistent", *local)
     assert res.returncode == 2, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, res.stderr
     assert "harbor:nonexistent" in lines[0] and "terminus-2" in lines[0]  # names the known ones
-    res = cli("run", COUNTER, "--agent", "harbor:no.such.module:Agent", "--out", tmp_path)
+    res = cli("run", COUNTER, "--agent", "harbor:no.such.module:Agent", *local)
     assert res.returncode == 2 and "cannot import no.such.module:Agent" in res.stderr
     res = cli("run", COUNTER, "--agent", "harbor:terminus-2", "--out", tmp_path)
     assert res.returncode == 2 and "needs --model" in res.stderr

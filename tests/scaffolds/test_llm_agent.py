@@ -168,7 +168,7 @@ def test_cli_run_with_model_and_api_base(tmp_path: Path):
         res = subprocess.run(
             [sys.executable, "-m", "evoround.cli", "run", str(COUNTER), "--agent", "evoround-agent",
              "--model", "openai/replay", "--api-base", srv.url, "--mode", "mt", "--job", "j",
-             "--out", str(tmp_path / "runs"), "--json"],
+             "--sandbox", "local", "--out", str(tmp_path / "runs"), "--json"],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
     # round 3 is not scripted: a model_api round, so exit 1 with one line saying so
@@ -203,7 +203,7 @@ def test_cli_model_settings_reach_every_call_and_are_locked(tmp_path: Path):
 
     cli = [sys.executable, "-m", "evoround.cli", "run", str(COUNTER), "--agent",
            "evoround-agent", "--model", "openai/replay", "--mode", "mt", "--job", "j",
-           "--out", str(tmp_path / "runs")]  # fmt: skip
+           "--sandbox", "local", "--out", str(tmp_path / "runs")]  # fmt: skip
     with serve(SCRIPT) as srv:
         res = subprocess.run(
             [*cli, "--api-base", srv.url, "--temperature", "0.3", "--model-arg", "top_p=0.5",

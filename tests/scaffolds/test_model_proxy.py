@@ -174,7 +174,8 @@ def test_cli_proxy_run_and_a_killed_engine_leave_no_proxy_behind(tmp_path: Path)
     import yaml
 
     cli = [sys.executable, "-m", "evoround.cli", "run", str(COUNTER), "--agent", "evoround-agent",
-           "--model", "openai/replay", "--mode", "mt", "--proxy", "--out", str(tmp_path)]  # fmt: skip
+           "--model", "openai/replay", "--mode", "mt", "--proxy", "--sandbox", "local",
+           "--out", str(tmp_path)]  # fmt: skip
     # --proxy needs a model agent and a model: one line, exit 2, nothing started
     bad = subprocess.run([*cli[:5], "--proxy", "--out", str(tmp_path)], capture_output=True,
                          text=True, timeout=120)  # fmt: skip

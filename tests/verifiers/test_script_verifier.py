@@ -63,13 +63,13 @@ STDOUT = """\
 building...
 CASE_RESULT case_id=c1 origin_step=round-1 requirement_ref=core.add case_type=core status=success intent="adds" scenario="a b" input="n/a" expected="n/a" actual="n/a" failure_reason=""
 CASE_RESULT case_id=c2 origin_step=round-3 requirement_ref=err.neg case_type=error status=fail intent="rejects" scenario="neg" input="-1" expected="ValueError" actual="returned 0" failure_reason="no error raised"
-CASE_SUMMARY total_cases=5 success_count=4 fail_count=1
+CASE_SUMMARY total_cases=2 success_count=1 fail_count=1
 """
 
 
 def test_case_lines_become_cases_and_the_summary_counts():
     cases = parse_cases(STDOUT, "test.sh")
-    assert (cases.passed, cases.total) == (4, 5)  # the summary counts all cases
+    assert (cases.passed, cases.total) == (1, 2) and cases.integrity == ()
     ok, bad = cases.results
     assert (ok.name, ok.outcome, ok.origin_round) == ("c1 [core.add]", Outcome.passed, 1)
     assert (bad.name, bad.outcome, bad.origin_round) == ("c2 [err.neg]", Outcome.failed, 3)
@@ -80,13 +80,30 @@ def test_case_counts_fallbacks_and_forged_summaries():
     only_results = "\n".join(STDOUT.splitlines()[1:3])
     assert (parse_cases(only_results, "t").passed, parse_cases(only_results, "t").total) == (1, 2)
     assert parse_cases("no case lines here", "t").total is None
-    # a summary that does not add up is refused, the last consistent one is used
-    forged = STDOUT + "CASE_SUMMARY total_cases=9 success_count=9 fail_count=5\n"
-    c = parse_cases(forged, "t")
-    assert (c.passed, c.total) == (4, 5) and "do not add up" in (c.problem or "")
-    # the agent's code printed a summary first; the script's final one wins
-    early = "CASE_SUMMARY total_cases=1 success_count=1 fail_count=0\n" + STDOUT
-    assert parse_cases(early, "t").total == 5
+    only_summary = "CASE_SUMMARY total_cases=5 success_count=4 fail_count=1\n"
+    assert (parse_cases(only_summary, "t").passed, parse_cases(only_summary, "t").total) == (4, 5)
+    assert parse_cases(STDOUT + STDOUT, "t").integrity == ()  # repeats of the same lines
+
+
+@pytest.mark.parametrize(
+    ("stdout", "words"),
+    [
+        # the agent's code printed a summary of its own (before or after the script's)
+        ("CASE_SUMMARY total_cases=2 success_count=2 fail_count=0\n" + STDOUT, "2 different"),
+        (STDOUT + "CASE_SUMMARY total_cases=2 success_count=2 fail_count=0\n", "2 different"),
+        ("CASE_SUMMARY total_cases=9 success_count=9 fail_count=5\n", "do not add up"),
+        # a summary that does not match the result lines
+        (STDOUT.replace("total_cases=2 success_count=1 fail_count=1",
+                        "total_cases=5 success_count=5 fail_count=0"), "CASE_RESULT lines 1/2"),
+        # a failing case re-reported as a success
+        (STDOUT + STDOUT.splitlines()[2].replace("status=fail", "status=success") + "\n",
+         "both passed and failed"),
+    ],
+    ids=["early-summary", "late-summary", "sum", "mismatch", "flipped-case"],
+)  # fmt: skip
+def test_contradicting_case_lines_are_integrity_evidence(stdout: str, words: str):
+    cases = parse_cases(stdout, "t")
+    assert any(words in e for e in cases.integrity), cases.integrity
 
 
 def _suite(tmp_path: Path, script: str) -> list[ActiveTest]:
@@ -134,5 +151,15 @@ def test_run_script_json_env_and_missing_reward(tmp_path: Path):
 def test_run_script_cases_from_stdout(tmp_path: Path):
     script = "#!/bin/bash\ncat <<'X'\n" + STDOUT + "X\necho 0 > $EVOROUND_REWARD_FILE\n"
     out = _run(tmp_path, script)
-    assert (out.n_passed, out.n_total) == (4, 5)
+    assert (out.n_passed, out.n_total) == (1, 2) and out.integrity == []
     assert [t.outcome for t in out.tests] == [Outcome.passed, Outcome.failed]
+
+
+def test_full_reward_with_a_failed_case_or_a_linked_reward_is_integrity(tmp_path: Path):
+    forged = "#!/bin/bash\ncat <<'X'\n" + STDOUT + "X\necho 1 > $EVOROUND_REWARD_FILE\n"
+    out = _run(tmp_path, forged)
+    assert not out.passed and any("1 case(s) failed" in e for e in out.integrity)
+    (tmp_path / "one").write_text("1\n")
+    linked = f"#!/bin/bash\nln -s {tmp_path / 'one'} $EVOROUND_REWARD_FILE\n"
+    out = _run(tmp_path, linked)
+    assert not out.passed and any("reward.txt" in e for e in out.integrity), out

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evoround.deadline import check as check_deadline
 from evoround.snapshots import WorkspaceRejected
 
 
@@ -38,6 +39,7 @@ def tar_of_dir(src: Path, dest: str) -> Any:
             dirnames.sort()
             rel_dir = os.path.relpath(dirpath, src)
             for name in sorted(dirnames) + sorted(filenames):
+                check_deadline("the workspace copy")
                 full = os.path.join(dirpath, name)
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}"
                 arc = f"{prefix}/{rel}" if prefix else rel
@@ -75,6 +77,7 @@ def _extract_workspace(
     count = total = 0
     with tarfile.open(fileobj=fileobj, mode="r|", encoding="utf-8") as tf:
         for member in tf:
+            check_deadline("the snapshot")  # the caller discards the rest of the stream
             count += 1
             total += member.size if member.isfile() else 0
             if max_files is not None and count > max_files + 1:

@@ -321,7 +321,7 @@ class DockerProvider(SandboxProvider):
                 folder = None
             finally:
                 if folder is not None:
-                    folder.remove()
+                    self._drop(folder)
                 if self._closed and spare is not None:
                     self._remove_spare(spare)
                     spare = None
@@ -334,7 +334,7 @@ class DockerProvider(SandboxProvider):
         with contextlib.suppress(Exception):
             self._remove_container(spare.container_id)
         if spare.folder is not None:
-            spare.folder.remove()
+            self._drop(spare.folder)
 
     def _submit(self, fn: Callable[[], None]) -> bool:
         """Run ``fn`` in the background; False if that is impossible (interpreter exit)."""
@@ -378,7 +378,7 @@ class DockerProvider(SandboxProvider):
                 spare = Spare(self._start_container(task, image, name, name, folder), folder)
             except BaseException:
                 if folder is not None:
-                    folder.remove()
+                    self._drop(folder)
                 raise
         self._refill(key, task, image, None)  # keep a started spare ready
         if want and size >= RECYCLE_WAIT_BYTES and not self._pool.holding(key):
@@ -511,7 +511,7 @@ class DockerProvider(SandboxProvider):
                 if sb.folder is not None and recycle:
                     self._recycle(sb.folder, sb.task, sb.image.image_id)
                 elif sb.folder is not None:
-                    sb.folder.remove()
+                    self._drop(sb.folder)
             finally:
                 if recycle:
                     self._pool.end_recycle(key)
@@ -520,6 +520,10 @@ class DockerProvider(SandboxProvider):
 
         if self._closed or not self._submit(work):
             work()
+
+    def _drop(self, folder: HostFolder) -> None:
+        folder.remove()
+        self.store.forget(folder.path)  # its file hashes can never hit again (issue 14: RSS)
 
     def _recycle(self, folder: HostFolder, task: Task, image: str) -> None:
         """A closed clone's folder, repaired to its snapshot, under a new spare container:
@@ -532,7 +536,7 @@ class DockerProvider(SandboxProvider):
             spare = Spare(cid, folder)
         finally:
             if spare is None:
-                folder.remove()
+                self._drop(folder)
         for old in self._pool.add(self._pool_key(task, image), spare):
             self._remove_spare(old)
         if self._closed:
@@ -571,7 +575,7 @@ class DockerProvider(SandboxProvider):
             with contextlib.suppress(Exception):
                 self._remove_container(sb.container_id)
             if sb.folder is not None:
-                sb.folder.remove()
+                self._drop(sb.folder)
             with self._lock:
                 self._live.pop(sb.container_id, None)
         for spare in self._pool.drain():

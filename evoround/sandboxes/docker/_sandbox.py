@@ -62,6 +62,7 @@ from urllib.parse import urlsplit
 import docker
 import docker.errors
 
+from evoround.deadline import DeadlineExceeded
 from evoround.sandboxes._protocol import (
     READ_LIMIT,
     ExecResult,
@@ -117,6 +118,29 @@ def _discard(stream: Any) -> None:
     if close is not None:
         with contextlib.suppress(Exception):
             close()
+
+
+STOP_STRAYS = r"""keep=""; best=""
+for d in /proc/[0-9]*; do
+  read -r st < "$d/stat" 2>/dev/null || continue
+  set -- ${st##*) }
+  [ "$2" = 1 ] || continue
+  if [ -z "$best" ] || [ "${20}" -lt "$best" ]; then best=${20}; keep=${d#/proc/}; fi
+done
+mine=" $$ "; p=$$
+while [ "$p" -gt 1 ] && read -r st < "/proc/$p/stat" 2>/dev/null; do
+  set -- ${st##*) }; p=$2; mine="$mine$p "
+done
+for pass in 1 2; do
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case "$mine" in *" $p "*) continue ;; esac
+    [ "$p" = 1 ] || [ "$p" = "$keep" ] || kill -KILL "$p" 2>/dev/null
+  done
+done
+true
+"""
+"""Run by :meth:`DockerSandbox.stop_strays` (plain sh: the image may have nothing else)."""
 
 
 class DockerSandbox(Sandbox):
@@ -407,6 +431,13 @@ class DockerSandbox(Sandbox):
         if not ok:
             raise SandboxError(f"sandbox {self.name}: {what}: put_archive refused")
 
+    # -- stray processes --
+    def stop_strays(self) -> None:
+        """Kill every process in the container but init, the keep-alive (the oldest child
+        of init) and the killer with its exec wrapper, twice (a stray may fork as it dies)."""
+        with contextlib.suppress(SandboxError):
+            self.exec(["sh", "-c", STOP_STRAYS], timeout=30, cwd="/")
+
     # -- snapshots --
     def snapshot(self, label: SnapshotLabel) -> Snapshot:
         self._check_open()
@@ -431,7 +462,7 @@ class DockerSandbox(Sandbox):
                     max_files=env.max_workspace_files,
                     max_bytes=env.max_workspace_mb << 20,
                 )
-            except WorkspaceRejected:
+            except (WorkspaceRejected, DeadlineExceeded):
                 _discard(stream)
                 raise
             except (tarfile.TarError, OSError) as e:
@@ -445,6 +476,7 @@ class DockerSandbox(Sandbox):
             )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            store.forget(tmp)  # a fresh folder per snapshot: its hashes can never hit again
         return store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 
     def _capture_folder(self, label: SnapshotLabel, folder: HostFolder) -> Snapshot:

@@ -1,0 +1,246 @@
+"""How a local sandbox isolates the commands it runs: bubblewrap, unshare, or nothing.
+
+``EVOROUND_LOCAL_ISOLATION`` picks one (``auto``: bubblewrap where ``bwrap`` works, else
+``unshare`` where namespaces work, else none, with a warning). Both mechanisms give each
+command its own pid namespace (every process it leaves, ``setsid`` and double forks
+included, dies with it) and its own network namespace unless the task allows network.
+
+- **bwrap** builds the command's view of the filesystem from scratch: the host read-only,
+  a private ``/dev`` and ``/proc``, the sandbox's own folder as the only writable place and
+  as ``/tmp`` (so the host's ``/tmp`` with every other sandbox and every verifier clone is
+  not there at all), the hidden paths (task folders, snapshot store, ``EVOROUND_HOME``,
+  the job folder) covered by empty read-only mounts; the Docker socket and the engines'
+  storage (image layers, container mounts) are left out of the view.
+- **unshare** (util-linux) runs the older script below: the hidden paths are covered, the
+  rest of the host stays writable with the user's rights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from evoround.sandboxes._protocol import SandboxError
+
+MECHANISMS = ("bwrap", "unshare", "none")
+
+# Runs as the namespace's first process: cover the hidden paths with empty tmpfs mounts,
+# put this sandbox's own directory back (it may lie under a hidden path), make the covers
+# read-only, then become the command. fd 9 keeps the sandbox directory reachable.
+NS_SCRIPT = r"""root="$1"; shift
+exec 9<"$root" || exit 125
+hidden=""
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+  if [ -d "$1" ]; then
+    mount -t tmpfs -o size=1m,mode=0755 evoround-hidden "$1" || exit 125
+    hidden="$hidden $1"
+  fi
+  shift
+done
+shift
+mkdir -p "$root" && mount --no-canonicalize --bind /proc/self/fd/9 "$root" || exit 125
+exec 9<&-
+for h in $hidden; do mount -o remount,ro evoround-hidden "$h" 2>/dev/null; done
+exec "$@"
+"""
+
+_PROBES: dict[str, bool] = {}
+
+
+def _probe(name: str, argv: list[str]) -> bool:
+    """Whether ``argv`` runs and exits 0 here (asked once per process)."""
+    if name not in _PROBES:
+        try:
+            res = subprocess.run(argv, capture_output=True, timeout=20)
+            _PROBES[name] = res.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _PROBES[name] = False
+    return _PROBES[name]
+
+
+def namespaces_available() -> bool:
+    """Whether ``unshare`` can give a command its own pid + mount namespace here."""
+    return _probe(
+        "unshare",
+        ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc",
+         "--", "sh", "-c", "mount -t tmpfs x /mnt 2>/dev/null || "
+         "mount -t tmpfs x /tmp; test -r /proc/1/status"],
+    )  # fmt: skip
+
+
+def bwrap_available() -> bool:
+    """Whether bubblewrap runs a command in new pid and network namespaces here."""
+    if shutil.which("bwrap") is None:
+        return False
+    return _probe(
+        "bwrap",
+        ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/",
+         "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "sh", "-c",
+         "test -r /proc/1/status"],
+    )  # fmt: skip
+
+
+def choose_isolation(requested: str) -> str:
+    """The mechanism for ``EVOROUND_LOCAL_ISOLATION=requested``; a named one that does
+    not work here is an error (one line), ``auto`` falls back with a warning."""
+    if requested == "auto":
+        if bwrap_available():
+            return "bwrap"
+        if namespaces_available():
+            return "unshare"
+        logging.getLogger(__name__).warning(
+            "local sandbox: neither bubblewrap nor unshare works here: agent commands run as "
+            "plain host processes (trusted agents only)"
+        )
+        return "none"
+    if requested == "bwrap" and not bwrap_available():
+        raise SandboxError(
+            "EVOROUND_LOCAL_ISOLATION=bwrap: bubblewrap does not work here (install the "
+            "Debian package bubblewrap, or allow unprivileged user namespaces)"
+        )
+    if requested == "unshare" and not namespaces_available():
+        raise SandboxError(
+            "EVOROUND_LOCAL_ISOLATION=unshare: cannot create pid + mount namespaces here"
+        )
+    if requested not in MECHANISMS:
+        raise SandboxError(f"EVOROUND_LOCAL_ISOLATION={requested!r}: choose auto, bwrap, "
+                           "unshare or none")  # fmt: skip
+    return requested
+
+
+def docker_sockets() -> list[str]:
+    """Docker engine sockets on this host: a command that reaches one is root on the host."""
+    cands = ["/var/run/docker.sock", "/run/docker.sock"]
+    host = os.environ.get("DOCKER_HOST", "")
+    if host.startswith("unix://"):
+        cands.append(host[len("unix://") :])
+    out: list[str] = []
+    for c in cands:
+        with contextlib.suppress(OSError):
+            real = str(Path(c).resolve(strict=True))
+            if real not in out:
+                out.append(real)
+    return out
+
+
+UNSTABLE_TREES = ("/var/lib/docker", "/var/lib/containerd", "/run/docker", "/run/containerd")
+"""Left out of a bubblewrap view: container engines mount and unmount under them all the
+time (a recursive bind that meets a vanishing mount fails), and an agent has no business
+reading image layers (a reference state may be one)."""
+OWN_MOUNTS = ("/proc", "/dev", "/tmp", "/sys")
+"""Top-level folders bubblewrap provides itself (``/sys`` read-only, as it is)."""
+
+
+def _unstable_mounts() -> set[Path]:
+    """Mount points to leave out: the trees above, FUSE and namespace-file mounts."""
+    out = {Path(p) for p in UNSTABLE_TREES if os.path.lexists(p)}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fields, fstype = left.split(), (right.split() or [""])[0]
+            if len(fields) > 4 and (fstype.startswith("fuse") or fstype == "nsfs"):
+                out.add(Path(fields[4].replace("\\040", " ")))
+    return {p for p in out if not any(a in out for a in p.parents)}
+
+
+def host_view() -> list[str]:
+    """bubblewrap arguments that show the host read-only, minus :func:`_unstable_mounts`:
+    each top-level entry is bound whole, except the folders above a left-out mount,
+    which are rebuilt entry by entry around it."""
+    skip = _unstable_mounts() | {Path(p) for p in docker_sockets()}  # root on the host
+    above = {a for p in skip for a in p.parents}
+    args: list[str] = []
+
+    def mirror(folder: Path) -> None:
+        try:
+            children = sorted(folder.iterdir())
+        except OSError:
+            return
+        for child in children:
+            name = str(child)
+            if child in skip or (folder == Path("/") and name in OWN_MOUNTS):
+                continue
+            if child.is_symlink():
+                args.extend(["--symlink", os.readlink(child), name])
+            elif child in above and child.is_dir():
+                args.extend(["--dir", name])
+                mirror(child)
+            else:
+                args.extend(["--ro-bind", name, name])
+
+    mirror(Path("/"))
+    return [*args, "--ro-bind", "/sys", "/sys"]
+
+
+def _interpreter_dirs() -> list[Path]:
+    """The engine's Python installation (``sys.prefix`` and its base, resolved)."""
+    out: list[Path] = []
+    for d in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))):
+        with contextlib.suppress(OSError):
+            p = Path(d).resolve()
+            if p not in out and p != Path("/"):
+                out.append(p)
+    return out
+
+
+def bwrap_argv(
+    root: Path,
+    hidden: tuple[Path, ...],
+    argv: list[str],
+    *,
+    network: bool,
+    cwd: str,
+    pid_namespace: bool = True,
+    info_fd: int | None = None,
+) -> list[str]:
+    """The bubblewrap command line that runs ``argv`` in sandbox ``root`` (see the module).
+
+    ``pid_namespace=False`` is for agents whose processes must outlive a command (a tmux
+    server): the filesystem view is the same, but what a command leaves keeps running
+    (the scaffold stops its server when the attempt ends).
+    """
+    tmp = root / "tmp"
+    tmp.mkdir(exist_ok=True)
+    out = ["bwrap", "--die-with-parent", "--unshare-ipc"]
+    if info_fd is not None:  # gets the command's exit code only if the command ran
+        out += ["--json-status-fd", str(info_fd)]
+    if pid_namespace:
+        out += ["--unshare-pid", "--new-session"]
+    if not network:
+        out.append("--unshare-net")
+    out += [*host_view(), "--dev", "/dev", "--proc", "/proc"]
+    covered: list[str] = []
+    for h in hidden:
+        if h == Path("/tmp") or Path("/tmp") in h.parents:
+            continue  # the whole of /tmp is replaced below
+        if any(o in h.parents for o in hidden):
+            continue  # inside another covered folder: already out of sight
+        out += ["--tmpfs", str(h)]
+        covered.append(str(h))
+    out += ["--bind", str(tmp), "/tmp", "--bind", str(root), str(root)]
+    for keep in _interpreter_dirs():
+        if (
+            keep == Path("/tmp")
+            or Path("/tmp") in keep.parents
+            or any(h == keep or h in keep.parents for h in hidden)
+        ):  # the engine's Python (the verifier runs it) lives where the view hides
+            out += ["--ro-bind", str(keep), str(keep)]
+    for c in [*covered, "/"]:  # the covers, and the view's own root folder
+        out += ["--remount-ro", c]
+    return [*out, "--chdir", cwd, "--", *argv]
+
+
+def unshare_argv(
+    root: Path, hidden: tuple[Path, ...], argv: list[str], *, network: bool
+) -> list[str]:
+    """The util-linux ``unshare`` command line that runs ``argv`` (see ``NS_SCRIPT``)."""
+    ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
+    if not network:
+        ns.append("--net")
+    return [*ns, "--", "sh", "-c", NS_SCRIPT, "evoround-ns", str(root),
+            *[str(p) for p in hidden], "--", *argv]  # fmt: skip
