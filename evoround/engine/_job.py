@@ -16,10 +16,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from evoround.engine._controller import RunContext
-from evoround.engine._units import JobObserver, LocalRunner, plan_units, unit_done
+from evoround.engine._units import (
+    JobObserver,
+    LocalRunner,
+    plan_units,
+    record_isolation,
+    unit_done,
+)
 from evoround.fileio import atomic_write
 from evoround.results import (
-    ISOLATION_FILE,
     JobConfig,
     Mode,
     ResultsWriter,
@@ -302,17 +307,6 @@ def _execute(
         else:
             runner.close()  # type: ignore[attr-defined]
     return job_dir
-
-
-def record_isolation(job_dir: Path, provider: SandboxProvider) -> None:
-    """Append how the local sandbox isolates commands (bwrap, unshare, none) to
-    ``<job>/sandbox.txt``; the report shows the last line. A Docker run writes nothing."""
-    mechanism = getattr(getattr(provider, "inner", provider), "isolation", None)
-    if mechanism is None:
-        return
-    stamp = datetime.now().isoformat(timespec="seconds")
-    with open(job_dir / ISOLATION_FILE, "a", encoding="utf-8") as f:
-        f.write(f"{stamp} local isolation: {mechanism}\n")
 
 
 def default_job_name(agent: str) -> str:

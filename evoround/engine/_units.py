@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
 
 from evoround.engine._controller import (
     RunContext,
@@ -18,7 +20,8 @@ from evoround.engine._controller import (
     window_of,
 )
 from evoround.engine._resume import mt_resume_point
-from evoround.results import Mode, RoundResult
+from evoround.results import ISOLATION_FILE, Mode, RoundResult
+from evoround.sandboxes import SandboxProvider
 from evoround.tasks import Task
 
 
@@ -126,3 +129,14 @@ def run_unit(
     else:
         assert unit.round is not None
         run_sr_round(ctx, unit.task, unit.attempt, unit.round)
+
+
+def record_isolation(job_dir: Path, provider: SandboxProvider) -> None:
+    """Append how the local sandbox isolates commands (bwrap, unshare, none) to
+    ``<job>/sandbox.txt``; the report shows the last line. A Docker run writes nothing."""
+    mechanism = getattr(getattr(provider, "inner", provider), "isolation", None)
+    if mechanism is None:
+        return
+    stamp = datetime.now().isoformat(timespec="seconds")
+    with open(job_dir / ISOLATION_FILE, "a", encoding="utf-8") as f:
+        f.write(f"{stamp} local isolation: {mechanism}\n")

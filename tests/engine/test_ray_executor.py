@@ -91,3 +91,5 @@ def test_ray_matches_local(tmp_path: Path, ray_head: str) -> None:
     workers = {p.name for p in (on_ray / ".workers").iterdir()}
     assert len(workers) >= 2, workers
     assert str(os.getpid()) not in {w.rsplit("-", 1)[1] for w in workers}
+    # workers harden the local sandbox as the local runner does, and say how
+    assert load_job(on_ray).isolation() == load_job(local).isolation() is not None
