@@ -109,6 +109,41 @@ def _attempts(records: Iterable[RoundResult]) -> tuple[AttemptReport, ...]:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What a finished job's results say about the exit code."""
+
+    rounds: int
+    not_evaluated: Counter[str]
+    first_error: str | None
+
+    @property
+    def code(self) -> int:
+        return EXIT_NOT_EVALUATED if self.not_evaluated else EXIT_OK
+
+    def code_at(self, max_error_rate: float) -> int:
+        """``--max-error-rate``: tolerate some unevaluated rounds, never a job of nothing."""
+        bad = sum(self.not_evaluated.values())
+        if not bad:
+            return EXIT_OK
+        if bad >= self.rounds or bad / self.rounds > max_error_rate:
+            return EXIT_NOT_EVALUATED
+        return EXIT_OK
+
+    def summary(self) -> str | None:
+        """One line for stderr when some rounds were not evaluated, else None."""
+        if not self.not_evaluated:
+            return None
+        n = sum(self.not_evaluated.values())
+        why = ", ".join(f"{c} {s}" for s, c in self.not_evaluated.most_common())
+        head = (
+            f"nothing was evaluated: all {n} rounds" if n == self.rounds else
+            f"{n} of {self.rounds} rounds could not be evaluated"
+        )  # fmt: skip
+        tail = f"; first error: {self.first_error}" if self.first_error else ""
+        return f"{head} ({why}){tail}"
+
+
+@dataclass(frozen=True)
 class JobReport:
     """A job folder read back: its config, metrics, outcome and cost."""
 
@@ -125,40 +160,41 @@ class JobReport:
     view: JobView = field(repr=False, compare=False)
 
     @property
+    def outcome(self) -> Outcome:
+        return Outcome(self.rounds, Counter(self.not_evaluated), self.first_error)
+
+    @property
     def exit_code(self) -> int:
         """The CLI's contract: 0 every recorded round was evaluated, else 1."""
-        return EXIT_NOT_EVALUATED if self.not_evaluated else EXIT_OK
+        return self.outcome.code
 
     def outcome_line(self) -> str | None:
         """One line for stderr when some rounds were not evaluated, else None."""
-        if not self.not_evaluated:
-            return None
-        n = sum(self.not_evaluated.values())
-        why = ", ".join(f"{c} {s}" for s, c in Counter(self.not_evaluated).most_common())
-        head = (
-            f"nothing was evaluated: all {n} rounds" if n == self.rounds else
-            f"{n} of {self.rounds} rounds could not be evaluated"
-        )  # fmt: skip
-        tail = f"; first error: {self.first_error}" if self.first_error else ""
-        return f"{head} ({why}){tail}"
+        return self.outcome.summary()
 
 
-def _job_report(job_dir: Path) -> JobReport:
-    view = load_job(job_dir)
-    records, _ = read_results(job_dir / "results.jsonl")
+def outcome_of(records: Sequence[RoundResult]) -> Outcome:
+    """Count the recorded rounds that were not evaluated (the exit-code contract)."""
     bad = [r for r in records if r.status in NOT_EVALUATED]
     first = next((r.error for r in bad if r.error), None)
     if first is not None:
         first = " ".join(first.split())
         first = first if len(first) <= 200 else first[:197] + "..."
+    return Outcome(len(records), Counter(r.status.value for r in bad), first)
+
+
+def _job_report(job_dir: Path) -> JobReport:
+    view = load_job(job_dir)
+    records, _ = read_results(job_dir / "results.jsonl")
+    outcome = outcome_of(records)
     return JobReport(
         job_dir=job_dir,
         agent=view.config.agent,
         model=view.config.model,
         metrics=view.metrics(),
-        rounds=len(records),
-        not_evaluated=dict(Counter(r.status.value for r in bad)),
-        first_error=first,
+        rounds=outcome.rounds,
+        not_evaluated=dict(outcome.not_evaluated),
+        first_error=outcome.first_error,
         cost=cost_of(records),
         attempts=_attempts(records),
         view=view,

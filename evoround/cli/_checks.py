@@ -17,24 +17,14 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from evoround.api import NOT_EVALUATED
-from evoround.results import read_results
-
 if TYPE_CHECKING:
     from evoround.tasks import Task
-
-EXIT_OK = 0
-EXIT_NOT_EVALUATED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 every attempt was evaluated (whatever the score); 1 the job finished "
@@ -234,56 +224,6 @@ def preflight(option: str, url: str | None, timeout: float = PREFLIGHT_TIMEOUT_S
         raise UsageError(f"{option} {url}: unreachable ({why}); nothing was run") from None
     except httpx.HTTPError:
         return  # connected: a slow or odd answer is the agent's retries' business
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a finished job's results say about the exit code."""
-
-    rounds: int
-    not_evaluated: Counter[str]
-    first_error: str | None
-
-    @property
-    def code(self) -> int:
-        return EXIT_NOT_EVALUATED if self.not_evaluated else EXIT_OK
-
-    def code_at(self, max_error_rate: float) -> int:
-        """``--max-error-rate``: tolerate some unevaluated rounds, never a job of nothing."""
-        bad = sum(self.not_evaluated.values())
-        if not bad:
-            return EXIT_OK
-        if bad >= self.rounds or bad / self.rounds > max_error_rate:
-            return EXIT_NOT_EVALUATED
-        return EXIT_OK
-
-    def summary(self) -> str | None:
-        """One line for stderr when some rounds were not evaluated, else None."""
-        if not self.not_evaluated:
-            return None
-        n = sum(self.not_evaluated.values())
-        why = ", ".join(f"{c} {s}" for s, c in self.not_evaluated.most_common())
-        head = (
-            f"nothing was evaluated: all {n} rounds" if n == self.rounds else
-            f"{n} of {self.rounds} rounds could not be evaluated"
-        )  # fmt: skip
-        tail = f"; first error: {self.first_error}" if self.first_error else ""
-        return f"{head} ({why}){tail}"
-
-
-def job_outcome(job_dir: Path) -> Outcome:
-    """Count the recorded rounds that were not evaluated (the exit-code contract)."""
-    records, _ = read_results(job_dir / "results.jsonl")
-    bad = [r for r in records if r.status in NOT_EVALUATED]
-    first = next((r.error for r in bad if r.error), None)
-    if first is not None:
-        first = " ".join(first.split())
-        first = first if len(first) <= 200 else first[:197] + "..."
-    return Outcome(
-        rounds=len(records),
-        not_evaluated=Counter(r.status.value for r in bad),
-        first_error=first,
-    )
 
 
 def resume_command(

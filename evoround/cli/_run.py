@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from evoround import api
-from evoround.api import RunResult
+from evoround.api import EXIT_INTERRUPTED, EXIT_NOT_EVALUATED, RunResult
 from evoround.cli._app import (
     ImageMapOpt,
     ModeChoice,
@@ -31,8 +31,6 @@ from evoround.cli._app import (
     setup_logging,
 )
 from evoround.cli._checks import (
-    EXIT_INTERRUPTED,
-    EXIT_NOT_EVALUATED,
     LOCAL_TRUSTED_NOTE,
     ExecutorChoice,
     OnFailChoice,
@@ -44,7 +42,6 @@ from evoround.cli._checks import (
     check_run_options,
     check_task_rules,
     choose_sandbox,
-    job_outcome,
     parse_model_args,
     resume_command,
     select_tasks,
@@ -494,7 +491,7 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         live.close()
-    outcome = job_outcome(job_dir)
+    outcome = result.outcome
     view = load_job(job_dir)
     if as_json:
         print(json.dumps(job_json(view), indent=2))

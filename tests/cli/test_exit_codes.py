@@ -126,7 +126,7 @@ def test_printed_resume_command_works_for_a_scripted_job(tmp_path: Path) -> None
 def test_max_error_rate_tolerates_some_unevaluated_rounds() -> None:
     from collections import Counter
 
-    from evoround.cli._checks import Outcome
+    from evoround.api import Outcome
 
     some = Outcome(rounds=4, not_evaluated=Counter({"model_api": 1}), first_error="x")
     assert some.code == 1 and some.code_at(0.0) == 1 and some.code_at(0.25) == 0
