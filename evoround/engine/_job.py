@@ -19,8 +19,8 @@ from evoround.engine._controller import RunContext
 from evoround.engine._units import (
     JobObserver,
     LocalRunner,
+    job_provider,
     plan_units,
-    record_isolation,
     unit_done,
 )
 from evoround.fileio import atomic_write
@@ -262,19 +262,16 @@ def _execute(
         )  # fmt: skip
     else:
         provider = LimitedProvider(
-            make_provider(
+            job_provider(
                 sandbox,
                 store,
-                job=job_dir.name,
+                job_dir,
+                scaffold,
                 keep_snapshots=keep_snapshots,
-                agent_mounts=scaffold.sandbox_mounts(),
-                **({"base_image_map": config.base_image_map} if config.base_image_map else {}),
-                hidden=[job_dir],
-                persistent=scaffold.persistent_processes,
+                base_image_map=config.base_image_map,
             ),  # fmt: skip
             limits,
         )
-        record_isolation(job_dir, provider)
         runner = LocalRunner(
             RunContext(
                 job=job_dir.name,

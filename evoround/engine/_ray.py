@@ -52,9 +52,8 @@ def _remote_unit(
 ) -> Iterator[str]:
     """Runs on a Ray worker: one unit through the controller, yielding each recorded round."""
     from evoround.engine._controller import RunContext
-    from evoround.engine._units import Unit, record_isolation, run_unit
+    from evoround.engine._units import Unit, job_provider, run_unit
     from evoround.results import load_job
-    from evoround.sandboxes import make_provider
     from evoround.snapshots import SnapshotStore
     from evoround.tasks import load_task
 
@@ -67,18 +66,10 @@ def _remote_unit(
     window = tuple(cfg.rounds_window) if cfg.rounds_window else None
     unit = Unit(task, Mode(mode), attempt, round_index, on_fail=cfg.on_fail, window=window)
     store = SnapshotStore(store_root or evoround_home() / "store")
-    extra = {"base_image_map": cfg.base_image_map} if cfg.base_image_map else {}
-    provider = make_provider(
-        sandbox,
-        store,
-        job=jd.name,
-        keep_snapshots=keep_snapshots,
-        agent_mounts=scaffold.sandbox_mounts(),
-        hidden=[jd],
-        persistent=scaffold.persistent_processes,
-        **extra,
-    )  # fmt: skip  (as the local runner's: the job folder hidden, the scaffold's mounts)
-    record_isolation(jd, provider)
+    provider = job_provider(
+        sandbox, store, jd, scaffold,
+        keep_snapshots=keep_snapshots, base_image_map=cfg.base_image_map,
+    )  # fmt: skip
     out: queue.Queue[Any] = queue.Queue()
 
     def work() -> None:

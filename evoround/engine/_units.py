@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evoround.engine._controller import (
     RunContext,
@@ -21,8 +22,12 @@ from evoround.engine._controller import (
 )
 from evoround.engine._resume import mt_resume_point
 from evoround.results import ISOLATION_FILE, Mode, RoundResult
-from evoround.sandboxes import SandboxProvider
+from evoround.sandboxes import SandboxProvider, make_provider
 from evoround.tasks import Task
+
+if TYPE_CHECKING:
+    from evoround.scaffolds import Scaffold
+    from evoround.snapshots import SnapshotStore
 
 
 @dataclass(frozen=True)
@@ -140,3 +145,24 @@ def record_isolation(job_dir: Path, provider: SandboxProvider) -> None:
     stamp = datetime.now().isoformat(timespec="seconds")
     with open(job_dir / ISOLATION_FILE, "a", encoding="utf-8") as f:
         f.write(f"{stamp} local isolation: {mechanism}\n")
+
+
+def job_provider(
+    sandbox: str,
+    store: SnapshotStore,
+    job_dir: Path,
+    scaffold: Scaffold,
+    *,
+    keep_snapshots: bool = False,
+    base_image_map: dict[str, str] | None = None,
+) -> SandboxProvider:
+    """The provider a job's units run in, the same on the local runner and a Ray worker:
+    the job folder hidden from a hardened local sandbox, the scaffold's mounts, and how the
+    local sandbox isolates recorded in ``sandbox.txt``."""
+    provider = make_provider(
+        sandbox, store, job=job_dir.name, keep_snapshots=keep_snapshots,
+        agent_mounts=scaffold.sandbox_mounts(), base_image_map=base_image_map or None,
+        hidden=[job_dir], persistent=scaffold.persistent_processes,
+    )  # fmt: skip
+    record_isolation(job_dir, provider)
+    return provider
