@@ -37,6 +37,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from _synth import write_calc_rounds  # noqa: E402,I001  (run as a script: benchmarks/ is on sys.path)
+
 from evoround.sandboxes import LocalProvider, Sandbox, SandboxProvider
 from evoround.scaffolds import reference_apply
 from evoround.snapshots import Snapshot, SnapshotKind, SnapshotLabel, SnapshotStore
@@ -90,16 +92,10 @@ def write_task(root: Path, rounds: int, size_mb: int) -> Task:
         f'[task]\nname = "boundary-{size_mb}mb"\nactivity = "construction"\n'
         "[environment]\nmax_workspace_mb = 2048\n"
     )
-    for i in range(1, rounds + 1):
-        d = task / "rounds" / f"{i:02d}"
-        (d / "solution").mkdir(parents=True)
-        (d / "tests").mkdir()
-        (d / "instruction.md").write_text(f"Add f{i}().\n")
-        (d / "solution" / "solve.sh").write_text(
-            f"printf 'def f{i}():\\n    return {i}\\n\\n' >> calc.py\n"
-            "head -c 1048576 /dev/urandom > data/churn.bin\n"
-        )
-        (d / "tests" / f"test_r{i:02d}.py").write_text(TESTS.format(i=i))
+    write_calc_rounds(
+        task, rounds, solve_extra="head -c 1048576 /dev/urandom > data/churn.bin\n",
+        test_file="test_r{i:02d}.py", test=TESTS,
+    )  # fmt: skip
     return load_task(task)
 
 

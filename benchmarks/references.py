@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _synth import write_calc_rounds  # noqa: E402,I001  (run as a script: benchmarks/ is on sys.path)
+
 from evoround.engine._reference import reference_snapshot
 from evoround.sandboxes import LocalProvider, SandboxProvider
 from evoround.scaffolds import prepare_round, reference_apply, solution_env
@@ -53,17 +55,7 @@ def write_task(root: Path, rounds: int, workspace_mb: int) -> Task:
     for k in range(workspace_mb):
         (task / "workspace" / "data" / f"blob-{k:03d}.bin").write_bytes(os.urandom(1 << 20))
     (task / "task.toml").write_text('[task]\nname = "references"\nactivity = "construction"\n')
-    for i in range(1, rounds + 1):
-        d = task / "rounds" / f"{i:02d}"
-        (d / "solution").mkdir(parents=True)
-        (d / "tests").mkdir()
-        (d / "instruction.md").write_text(f"Add f{i}().\n")
-        (d / "solution" / "solve.sh").write_text(
-            f"printf 'def f{i}():\\n    return {i}\\n\\n' >> calc.py\n"
-        )
-        (d / "tests" / f"test_r{i}.py").write_text(
-            f"from calc import f{i}\n\n\ndef test_f{i}():\n    assert f{i}() == {i}\n"
-        )
+    write_calc_rounds(task, rounds)
     return load_task(task)
 
 

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _synth import write_calc_rounds  # noqa: E402,I001  (run as a script: benchmarks/ is on sys.path)
+
 DOCKERFILE = """ARG BASE_IMAGE=python:3.12-slim
 FROM ${BASE_IMAGE}
 WORKDIR /workspace
@@ -42,17 +44,7 @@ def make_suite(root: Path, tasks: int, rounds: int) -> Path:
         (task / "task.toml").write_text(
             f'[task]\nname = "synth{t:03d}"\nactivity = "construction"\n'
         )
-        for i in range(1, rounds + 1):
-            d = task / "rounds" / f"{i:02d}"
-            (d / "solution").mkdir(parents=True)
-            (d / "tests").mkdir()
-            (d / "instruction.md").write_text(f"Add f{i}() returning {i} to calc.py.\n")
-            (d / "solution" / "solve.sh").write_text(
-                f"printf 'def f{i}():\\n    return {i}\\n\\n' >> calc.py\n"
-            )
-            (d / "tests" / f"test_r{i}.py").write_text(
-                f"from calc import f{i}\n\n\ndef test_f{i}():\n    assert f{i}() == {i}\n"
-            )
+        write_calc_rounds(task, rounds, instruction="Add f{i}() returning {i} to calc.py.\n")
     return root
 
 
