@@ -120,6 +120,8 @@ def main() -> None:
     ap.add_argument("--big-rounds", type=int, default=1000, help="0 to skip the 1,000-round job")
     ap.add_argument("--only-big", action="store_true", help="skip the concurrency table")
     args = ap.parse_args()
+    if 0 < args.big_rounds < 200:  # RSS is sampled every 100 rounds: a growth needs two samples
+        ap.error(f"--big-rounds {args.big_rounds}: 0 (skip) or at least 200")
     if args.child:
         suite, sandbox, conc, out = args.child
         print(json.dumps(one(Path(suite), sandbox, int(conc), Path(out))))
