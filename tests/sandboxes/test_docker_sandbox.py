@@ -373,3 +373,23 @@ def test_provider_close_removes_chained_commit_snapshots(docker_client, provider
     p.close()
     left = docker_client.api.images(filters={"label": f"{LABEL_JOB}={p.job}"})
     assert left == []
+
+
+def test_upload_is_cut_off_at_the_deadline(provider_factory, task, tmp_path: Path):
+    """A copy into a container streams in pieces and stops within one piece of the round's
+    deadline (a workspace built to be slow to upload cannot hold the round); the sandbox
+    stays usable afterwards."""
+    from evoround.deadline import DeadlineExceeded, deadline
+
+    sb = provider_factory(prestart=False).create(task, "tiny/mt-01")
+    src = tmp_path / "big"
+    src.mkdir()
+    (src / "blob").write_bytes(os.urandom(1 << 20) * 300)  # 300 MiB, one entry
+    start = time.monotonic()
+    with pytest.raises(DeadlineExceeded), deadline(time.monotonic() + 0.3):
+        sb.copy_in(str(src), "/tmp/up")
+    # the tar is spooled first (no deadline check per byte there), then cut off mid-upload
+    assert time.monotonic() - start < 30
+    assert sb.exec(["true"], timeout=30).exit_code == 0
+    full = sb.exec(["sh", "-c", "test -s /tmp/up/blob && stat -c %s /tmp/up/blob"], timeout=30)
+    assert full.stdout.strip() != str(300 << 20)

@@ -7,6 +7,7 @@ import os
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,21 @@ def tar_of_dir(src: Path, dest: str) -> Any:
                         tf.addfile(ti, f)
     buf.seek(0)
     return buf
+
+
+UPLOAD_CHUNK = 1 << 20
+
+
+def stream_chunks(f: Any) -> Iterator[bytes]:
+    """A spooled tar as 1 MiB pieces for a chunked upload, checking the round's deadline
+    before each: a workspace built to be slow to upload is cut off within one piece of the
+    deadline instead of holding the round for the whole transfer."""
+    while True:
+        check_deadline("the workspace upload")
+        piece = f.read(UPLOAD_CHUNK)
+        if not piece:
+            return
+        yield piece
 
 
 def _tar_of_file(path: str, data: bytes, mode: int = 0o644) -> bytes:

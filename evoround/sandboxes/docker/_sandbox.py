@@ -76,6 +76,7 @@ from evoround.sandboxes.docker._archive import (
     _extract_workspace,
     _IterReader,
     _tar_of_file,
+    stream_chunks,
     tar_of_dir,
 )
 from evoround.sandboxes.docker._config import (
@@ -423,8 +424,9 @@ class DockerSandbox(Sandbox):
 
     def _put(self, tar: Any, what: str) -> None:
         """Put a tar (bytes, or a file object from :func:`tar_of_dir`, closed after)."""
+        body = stream_chunks(tar) if hasattr(tar, "read") else tar
         try:
-            ok = self._api_call(what, lambda: self._api.put_archive(self.container_id, "/", tar))
+            ok = self._api_call(what, lambda: self._api.put_archive(self.container_id, "/", body))
         finally:
             if hasattr(tar, "close"):
                 tar.close()
