@@ -48,12 +48,12 @@ import sys as _sys
 class _Watch:
     # Identities (and code) of the pytest, pluggy and unittest callables that decide a
     # test's outcome, taken before any workspace code is imported; any change later is
-    # reported. A plugin registered after configure must come from outside the workspace
-    # (the suite's conftest files, their pytest_plugins), never from the code under test.
+    # reported. Every registered plugin must come from outside the workspace (pytest's
+    # own, the suite's conftest files, their pytest_plugins), never from the code under test.
 
     def __init__(self, pytest, workdir):
         import builtins, importlib, unittest
-        self.workdir = workdir.rstrip("/") + "/" if workdir else None
+        self.workdir = _os.path.realpath(workdir).rstrip("/") + "/" if workdir else None
         spots = [(builtins, "AssertionError"), (builtins, "isinstance"),
                  (unittest.TestCase, "run"), (unittest.TestCase, "_callTestMethod")]
         spots += [(unittest.TestCase, n) for n in list(vars(unittest.TestCase))
@@ -104,14 +104,13 @@ class _Watch:
     def configured(self, config):
         self.pm = config.pluginmanager
         self.exec_ = self.pm._inner_hookexec if hasattr(self.pm, "_inner_hookexec") else None
-        self.plugins = {id(p) for p in self.pm.get_plugins()}
 
     def _allowed(self, plugin):
-        if id(plugin) in self.plugins:
-            return True
+        # a module, a class or an instance: where its code comes from decides
         mod = plugin
         if type(plugin).__name__ != "module":
-            mod = _sys.modules.get(getattr(type(plugin), "__module__", ""))
+            cls = plugin if isinstance(plugin, type) else type(plugin)
+            mod = _sys.modules.get(getattr(cls, "__module__", ""))
         f = getattr(mod, "__file__", None)
         if not f:
             return False
