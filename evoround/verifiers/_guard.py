@@ -45,6 +45,97 @@ import os as _os
 import sys as _sys
 
 
+class _Watch:
+    # Identities (and code) of the pytest, pluggy and unittest callables that decide a
+    # test's outcome, taken before any workspace code is imported; any change later is
+    # reported. Every registered plugin must come from outside the workspace (pytest's
+    # own, the suite's conftest files, their pytest_plugins), never from the code under test.
+
+    def __init__(self, pytest, workdir):
+        import builtins, importlib, unittest
+        self.workdir = _os.path.realpath(workdir).rstrip("/") + "/" if workdir else None
+        spots = [(builtins, "AssertionError"), (builtins, "isinstance"),
+                 (unittest.TestCase, "run"), (unittest.TestCase, "_callTestMethod")]
+        spots += [(unittest.TestCase, n) for n in list(vars(unittest.TestCase))
+                  if n.startswith(("assert", "fail", "_base", "_getAssert"))]
+        spots += [(pytest, n) for n in ("raises", "approx", "fail", "skip", "xfail", "exit",
+                                        "importorskip", "main")]
+        for mod, names in (
+            ("_pytest.python", "Function.runtest Function.setup pytest_pyfunc_call "
+             "Function._getobj PyobjMixin.obj"),
+            ("_pytest.reports", "TestReport.from_item_and_call TestReport.__init__ "
+             "BaseReport.passed BaseReport.failed BaseReport.skipped"),
+            ("_pytest.runner", "CallInfo.from_call call_and_report runtestprotocol "
+             "call_runtest_hook pytest_runtest_call pytest_runtest_makereport "
+             "pytest_runtest_protocol check_interactive_exception show_test_item"),
+            ("_pytest.main", "pytest_runtestloop Session.perform_collect"),
+            ("_pytest.skipping", "pytest_runtest_makereport pytest_runtest_setup "
+             "pytest_runtest_call evaluate_skip_marks evaluate_xfail_marks"),
+            ("_pytest.unittest", "TestCaseFunction.runtest TestCaseFunction.addFailure "
+             "TestCaseFunction.addError TestCaseFunction.addSkip pytest_runtest_makereport"),
+            ("_pytest.raises", "RaisesExc.__exit__ RaisesExc.matches raises"),
+            ("_pytest.python_api", "RaisesContext.__exit__ raises approx"),
+            ("_pytest.approx", "approx ApproxScalar.__eq__ ApproxBase.__eq__"),
+            ("_pytest.assertion.rewrite", "_call_reprcompare _format_explanation "
+             "_call_assertion_pass _should_repr_global_name"),
+            ("_pytest.outcomes", "fail skip xfail exit OutcomeException Skipped Failed"),
+            ("pluggy._callers", "_multicall"),
+            ("pluggy._hooks", "HookCaller.__call__ HookCaller._hookexec HookImpl.__init__"),
+            ("pluggy._manager", "PluginManager._hookexec PluginManager.register"),
+        ):
+            try:
+                m = importlib.import_module(mod)
+            except Exception:
+                continue
+            for dotted in names.split():
+                owner, _, attr = dotted.rpartition(".")
+                spots.append((getattr(m, owner, None) if owner else m, attr))
+        self.seen = [(o, n, self._grab(o, n)) for o, n in spots if o is not None]
+        self.said = set()
+        self.pm = None
+
+    @staticmethod
+    def _grab(owner, name):
+        raw = vars(owner).get(name) if isinstance(owner, type) else getattr(owner, name, None)
+        fn = getattr(raw, "__func__", raw)
+        fn = getattr(fn, "fget", fn)
+        return raw, getattr(fn, "__code__", None), getattr(fn, "__defaults__", None)
+
+    def configured(self, config):
+        self.pm = config.pluginmanager
+        self.exec_ = self.pm._inner_hookexec if hasattr(self.pm, "_inner_hookexec") else None
+
+    def _allowed(self, plugin):
+        # a module, a class or an instance: where its code comes from decides
+        mod = plugin
+        if type(plugin).__name__ != "module":
+            cls = plugin if isinstance(plugin, type) else type(plugin)
+            mod = _sys.modules.get(getattr(cls, "__module__", ""))
+        f = getattr(mod, "__file__", None)
+        if not f:
+            return False
+        return not (self.workdir and _os.path.realpath(f).startswith(self.workdir))
+
+    def check(self, emit):
+        out = []
+        for owner, name, was in self.seen:
+            now = self._grab(owner, name)
+            if now[0] is not was[0] or now[1] is not was[1] or now[2] != was[2]:
+                out.append(getattr(owner, "__name__", "?") + "." + name)
+        pm = self.pm
+        if pm is not None:
+            if self.exec_ is not None and getattr(pm, "_inner_hookexec", None) is not self.exec_:
+                out.append("PluginManager._inner_hookexec")
+            for name, plugin in list(pm.list_name_plugin()):
+                if plugin is not None and not self._allowed(plugin):
+                    out.append("a plugin from the code under test was registered: "
+                               + str(name)[:80])
+        for what in out:
+            if what not in self.said:
+                self.said.add(what)
+                emit({"k": "tamper", "what": what})
+
+
 def _start():
     cfg = _json.loads(_sys.stdin.readline())
     null = _os.open(_os.devnull, _os.O_RDONLY)
@@ -64,6 +155,9 @@ def _start():
 
     import pytest
 
+    order = cfg.pop("order", {})
+    watch = _Watch(pytest, cfg.pop("workdir", ""))
+
     class Guard:
         # The runner is never told which tests are the harness's controls: code in this
         # process could read anything the runner knows.
@@ -73,6 +167,20 @@ def _start():
             # -x / --maxfail only save time on failing runs; without them every test runs,
             # so the failing control can never stop the real tests early.
             config.option.maxfail = 0
+            watch.configured(config)
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_modifyitems(self, items):
+            # tests defined past a file's original end (the harness's additions) run last,
+            # so nothing they do can change a real test's outcome
+            def late(item):
+                try:
+                    path, line = item.location[0], item.location[1]
+                    return path in order and line >= order[path]
+                except Exception:
+                    return False
+
+            items[:] = sorted(items, key=late)
 
         def pytest_deselected(self, items):
             emit({"k": "deselected", "ids": [i.nodeid for i in items]})
@@ -87,6 +195,7 @@ def _start():
                       "msg": str(report.longrepr)[-500:]})
 
         def pytest_runtest_logreport(self, report):
+            watch.check(emit)
             emit({"k": "test", "nodeid": report.nodeid, "when": report.when,
                   "outcome": report.outcome,
                   "msg": "" if report.passed else str(report.longrepr)[-500:]})
@@ -97,6 +206,7 @@ def _start():
         rc = e.code if isinstance(e.code, int) else 3
     except BaseException:
         rc = 3
+    watch.check(emit)
     emit({"k": "end", "rc": rc})
     for f in (_sys.stdout, _sys.stderr):
         try:
@@ -131,8 +241,13 @@ class Controls:
         return (f"{self.filename}::{self.passing}", f"{self.filename}::{self.failing}")
 
 
-def make_controls(taken: Iterable[str]) -> Controls:
-    """A control file whose name collides with no suite file; tests look like ordinary ones."""
+def make_controls(taken: Iterable[str], imports: Iterable[str] = ()) -> Controls:
+    """A control file whose name collides with no suite file; tests look like ordinary ones.
+
+    It opens with the suite's own imports (``imports``, each guarded so that one that fails
+    or skips leaves the controls standing), so a forgery that spares tests whose module did
+    not import the code under test does not spare the controls.
+    """
     taken = set(taken)
     rng = random.SystemRandom()
     while True:
@@ -143,6 +258,7 @@ def make_controls(taken: Iterable[str]) -> Controls:
     failing = f"test_{rng.choice(_WORDS)}_{secrets.token_hex(3)}"
     a, b = rng.randrange(10**6), rng.randrange(10**6)
     marker = f"{rng.choice(_WORDS)}_{secrets.token_hex(3)}"
+    head = [f"try:\n    {i}\nexcept BaseException:\n    pass" for i in imports]
     lines = [
         "import pytest",
         "",
@@ -159,7 +275,7 @@ def make_controls(taken: Iterable[str]) -> Controls:
     ]
     if rng.random() < 0.5:  # the order in the file says nothing either
         lines = lines[:3] + lines[8:] + ["", ""] + lines[3:8]
-    return Controls(filename, passing, failing, "\n".join(lines), marker)
+    return Controls(filename, passing, failing, "\n".join([*head, *lines]), marker)
 
 
 SELECTING = ("-k", "-m", "--deselect", "--lf", "--last-failed", "--ff", "--sw", "--stepwise")
@@ -170,11 +286,12 @@ def selects(args: Iterable[str]) -> bool:
     return any(a == o or a.startswith(o + "=") for a in args for o in SELECTING)
 
 
-def keep_controls(args: list[str], controls: Controls) -> list[str]:
-    """A task's ``-k``/``-m`` selection, widened so the control tests are always selected."""
+def keep_controls(args: list[str], controls: Controls, names: Iterable[str] = ()) -> list[str]:
+    """A task's ``-k``/``-m`` selection, widened so the control tests (and the tests named in
+    ``names``: the failing twins) are always selected by ``-k``."""
     out: list[str] = []
     it = iter(args)
-    stem = controls.filename[: -len(".py")]
+    stem = " or ".join([controls.filename[: -len(".py")], *names])
     for a in it:
         for opt, extra in (("-k", stem), ("-m", controls.marker)):
             if a == opt:
@@ -194,9 +311,17 @@ def runner_input(
     controls: Controls,
     path_first: Iterable[str] = (),
     path_last: Iterable[str] = (),
+    order: dict[str, int] | None = None,
+    workdir: str = "",
 ) -> bytes:
-    """The one line the runner reads from stdin (never on the command line)."""
+    """The one line the runner reads from stdin (never on the command line).
+
+    ``order``: suite-relative file -> line from which its tests run last; ``workdir``: where
+    the code under test lives (plugins from there are reported).
+    """
     cfg = {
+        "order": dict(order or {}),
+        "workdir": workdir,
         "path_first": list(path_first),
         "path_last": list(path_last),
         "nonce": nonce,
@@ -217,6 +342,8 @@ class Channel:
     deselected: set[str] = field(default_factory=set)
     end_rc: int | None = None
     anomalies: list[str] = field(default_factory=list)
+    tampered: list[str] = field(default_factory=list)
+    """Runner internals found changed (or foreign plugins registered) during the run."""
 
 
 def read_channel(stdout: str, nonce: str) -> Channel:
@@ -251,6 +378,8 @@ def read_channel(stdout: str, nonce: str) -> Channel:
             if ch.collected is not None:
                 ch.anomalies.append("collection reported twice")
             ch.collected = [str(i) for i in rec.get("ids") or []]
+        elif kind == "tamper":
+            ch.tampered.append(str(rec.get("what"))[:200])
         elif kind == "end":
             if ch.end_rc is not None:
                 ch.anomalies.append("two end records")

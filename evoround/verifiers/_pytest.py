@@ -38,6 +38,7 @@ from evoround.verifiers._guard import (
     runner_input,
     selects,
 )
+from evoround.verifiers._twins import TwinPlan, plan_twins, shared_imports
 
 REPORT_LIMIT = 64 << 20
 """Largest JUnit report read back (it is an artefact and a cross-check, not the verdict)."""
@@ -138,7 +139,7 @@ def _safe_xml(sandbox: Sandbox, path: str) -> bytes:
 
 
 def _channel_results(
-    ch: Channel, controls: Controls, tests: list[ActiveTest], round_index: int
+    ch: Channel, controls: Controls, tests: list[ActiveTest], round_index: int, twins: TwinPlan
 ) -> list[TestResult]:
     by_path = {t.path: t for t in tests}
     out: list[TestResult] = []
@@ -165,7 +166,7 @@ def _channel_results(
         kind = TestOutcome.skipped if outcome == "skipped" else TestOutcome.error
         add(split_nodeid(nodeid)[0], "", kind, msg or "collection failed")
     for nodeid, phases in ch.tests.items():
-        if nodeid in controls.node_ids:
+        if nodeid in controls.node_ids or twins.twin_of(*split_nodeid(nodeid)):
             continue
         outcome, msg = phase_outcome(phases)
         add(*split_nodeid(nodeid), TestOutcome(outcome), msg)
@@ -192,9 +193,15 @@ def _cross_check(
     timed_out: bool,
     junit: list[TestResult] | None,
     task_selects: bool,
+    twins: TwinPlan,
 ) -> tuple[list[str], list[str]]:
     """(integrity evidence, ordinary problems) of one run; see :mod:`._guard`."""
     evidence = list(ch.anomalies)
+    if ch.tampered:
+        evidence.append(
+            "the test runner's internals were changed during the run: " + ", ".join(ch.tampered[:5])
+        )
+    evidence += _twin_evidence(ch, twins)
     problems: list[str] = []
     pass_id, fail_id = controls.node_ids
     fail_ctl = ch.tests.get(fail_id)
@@ -272,6 +279,34 @@ def _cross_check(
     return evidence, problems
 
 
+def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
+    """A failing twin reported passed; or, in a completed run where its original ran, a
+    twin that never ran (or lost some of the instances its original had)."""
+    out: list[str] = []
+    done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
+    for tw in twins.twins:
+        mine: dict[str, str] = {}
+        theirs: set[str] = set()
+        for nodeid, phases in ch.tests.items():
+            file, name = split_nodeid(nodeid)
+            base, _, params = name.partition("[")
+            if file == tw.file and base == tw.name:
+                mine[params] = phase_outcome(phases)[0]
+            elif file == tw.file and base == tw.original:
+                theirs.add(params)
+        forged = sorted(p for p, o in mine.items() if o == "passed")
+        if forged:
+            out.append(
+                f"a failing twin of {tw.file}::{tw.original} (an altered copy no honest run "
+                f"can pass) was reported passed ({len(forged)} of {len(mine)} instances)"
+            )
+        elif done and theirs and (not mine or set(mine) < theirs):
+            out.append(
+                f"the failing twin of {tw.file}::{tw.original} never ran: tests were removed"
+            )
+    return out
+
+
 def _all_tests(ch: Channel) -> list[TestResult]:
     out = []
     for nodeid, phases in ch.tests.items():
@@ -301,7 +336,17 @@ def run_pytest(
     suite_root = f"{base}/suite"
     junit_path = f"{base}/report-{secrets.token_hex(8)}.xml"
     runner_path = f"{base}/run-{secrets.token_hex(8)}.py"
-    controls = make_controls(Path(t.path).name for t in tests)
+    modules: dict[str, str] = {}
+    for t in tests:
+        if is_test_module(t.path):
+            try:
+                modules[t.path] = t.source.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    local = {Path(t.path).parts[0].removesuffix(".py") for t in tests}
+    twins = plan_twins(modules)
+    controls = make_controls((Path(t.path).name for t in tests), shared_imports(modules, local))
+    order = {**twins.lines, controls.filename: 0}
     # one archive in (suite, controls, config, runner) and one out (the JUnit report)
     copy_suite(
         sandbox,
@@ -310,6 +355,7 @@ def run_pytest(
         under="suite",
         extra={
             f"suite/{controls.filename}": controls.source,
+            **{f"suite/{path}": text for path, text in twins.sources.items()},
             "pytest.ini": INI.format(workdir=sandbox.workdir)
             + CONTROL_MARKER.format(marker=controls.marker),
             runner_path.rsplit("/", 1)[1]: RUNNER,
@@ -325,7 +371,7 @@ def run_pytest(
         f"--junitxml={junit_path}",
         "-q",
         "-rfE",
-        *keep_controls(list(extra_args or []), controls),
+        *keep_controls(list(extra_args or []), controls, [t.name for t in twins.twins]),
         suite_root,
     ]
     vp = sandbox.verifier_python()
@@ -338,7 +384,9 @@ def run_pytest(
         timeout=timeout,
         cwd=sandbox.workdir,
         env=env,
-        stdin=runner_input(nonce, args, controls, vp.path_first, vp.path_last),
+        stdin=runner_input(
+            nonce, args, controls, vp.path_first, vp.path_last, order, sandbox.workdir
+        ),
     )
     duration = time.monotonic() - start
     ch = read_channel(res.stdout, nonce)
@@ -364,9 +412,9 @@ def run_pytest(
             junit = parse_junit(xml, suite_root, tests, round_index)
         except Exception as e:  # malformed report: evidence only if the run claims success
             problems.append(f"unreadable JUnit report: {str(e)[:200]}")
-    results = _channel_results(ch, controls, tests, round_index)
+    results = _channel_results(ch, controls, tests, round_index, twins)
     evidence, more = _cross_check(
-        ch, controls, tests, res.exit_code, res.timed_out, junit, selects(extra_args or [])
+        ch, controls, tests, res.exit_code, res.timed_out, junit, selects(extra_args or []), twins
     )
     problems += more
     if not xml and ch.end_rc is not None and not res.timed_out:

@@ -80,10 +80,14 @@ def test_flaky_test_is_named(
     monkeypatch.setenv("EVOROUND_LOCAL_ISOLATION", "none")  # the test keeps state on the host
     counter = tmp_path / "flip"
     task = make_task(name="flaky", rounds=1)
+    # one counter per test name: the verifier's failing twin of test_flip (a second, renamed
+    # run of its body) must not share the count, or every run would advance it twice
     (task / "rounds/01/tests/test_flaky.py").write_text(
         "import pathlib\n\n"
-        f"P = pathlib.Path({str(counter)!r})\n\n\n"
-        "def test_flip():\n"
+        f"D = pathlib.Path({str(counter)!r})\n\n\n"
+        "def test_flip(request):\n"
+        "    D.mkdir(exist_ok=True)\n"
+        "    P = D / request.node.name\n"
         "    n = int(P.read_text()) if P.exists() else 0\n"
         "    P.write_text(str(n + 1))\n"
         "    assert n % 2 == 0\n"

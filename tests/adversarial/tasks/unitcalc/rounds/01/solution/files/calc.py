@@ -1,0 +1,10 @@
+def add(a, b):
+    return a + b
+
+
+def div(a, b):
+    return a / b
+
+
+def mean(values):
+    return sum(values) / len(values)

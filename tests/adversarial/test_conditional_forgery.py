@@ -1,0 +1,65 @@
+"""Conditional forgeries (they spare the plain control file) end as ``integrity_violation``,
+on hardened local (bubblewrap) and on Docker; skips from the code under test are failures.
+
+Every agent here implements nothing; see ``conditional.py`` for the attacks.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from evoround.results import Mode, RoundStatus
+from evoround.sandboxes._isolation import bwrap_available
+from evoround.tasks import load_task
+from tests.adversarial.conditional import CONDITIONAL, NEUTRALISE, SKIPPING, UNITCALC, scaffold
+from tests.adversarial.leaks import job_containers
+from tests.helpers import COUNTER, run
+
+needs_bwrap = pytest.mark.skipif(
+    not bwrap_available() and os.environ.get("CI") != "true",
+    reason="bubblewrap does not work here",
+)
+# (task, module the tests import, content, what the round must end as)
+CASES = {
+    **{
+        n: (COUNTER, "counter.py", c, RoundStatus.integrity_violation)
+        for n, c in CONDITIONAL.items()
+    },
+    "assert_helpers": (UNITCALC, "calc.py", NEUTRALISE, RoundStatus.integrity_violation),
+    **{n: (COUNTER, "counter.py", c, RoundStatus.failed) for n, c in SKIPPING.items()},
+}
+
+
+def _round(tmp_path: Path, name: str, sandbox: str, job: str = "job"):
+    task, path, content, want = CASES[name]
+    agent = scaffold(tmp_path, name, path, content)
+    view = run(
+        tmp_path, agent, tasks=[load_task(task)], modes=(Mode.mt,), sandbox=sandbox, name=job
+    )
+    (r1,) = view.records
+    assert not r1.passed, r1
+    assert r1.status is want, (r1.status, r1.integrity_evidence, r1.failing_tests)
+    if want is RoundStatus.integrity_violation:
+        assert r1.integrity_evidence
+    return r1
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conditional_forgery_on_hardened_local(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv("EVOROUND_LOCAL_ISOLATION", "bwrap")
+    _round(tmp_path, name, "local")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conditional_forgery_in_docker(tmp_path: Path, docker_client, name: str) -> None:
+    job = f"adv-{uuid.uuid4().hex[:8]}"
+    _round(tmp_path, name, "docker", job)
+    assert job_containers(docker_client, job) == []
