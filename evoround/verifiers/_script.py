@@ -53,6 +53,7 @@ from evoround.results import TestOutcome, TestResult, VerifierOutcome
 from evoround.sandboxes import Sandbox, UnsafeFile
 from evoround.tasks import ActiveTest
 from evoround.verifiers._pytest import copy_suite
+from evoround.verifiers._script_guard import CHANNEL_LIMIT, GuardReport, judge_channel, make_guard
 
 DEFAULT_MIN_REWARD = 0.999
 MAX_CASE_RESULTS = 500
@@ -213,13 +214,14 @@ def run_script(
     suite_root = f"{base}/tests"
     logs_dir = f"{base}/logs"
     verifier_dir = f"{logs_dir}/verifier"
-    # one archive in: the suite and the (empty) log folders the script writes to
+    guard = make_guard(base, sandbox.workdir)
+    # one archive in: the suite, the (empty) log folders the script writes to, the guard
     copy_suite(
         sandbox,
         tests,
         base,
         under="tests",
-        extra={"logs/verifier/.keep": "", "logs/artifacts/.keep": ""},
+        extra={"logs/verifier/.keep": "", "logs/artifacts/.keep": "", **guard.files},
     )
     entry = next((t for t in tests if t.path == script), None)
     if entry is None:
@@ -237,7 +239,7 @@ def run_script(
     }
     argv = ["bash", f"{suite_root}/{script}"]
     start = time.monotonic()
-    res = sandbox.exec(argv, timeout=timeout, cwd=sandbox.workdir, env=full_env)
+    res = sandbox.exec(guard.wrap(argv), timeout=timeout, cwd=sandbox.workdir, env=full_env)
     duration = time.monotonic() - start
     sandbox.stop_strays()  # nothing the tested code started may rewrite the reward now
 
@@ -253,6 +255,7 @@ def run_script(
             return None
 
     json_raw, txt_raw = read("reward.json"), read("reward.txt")
+    guarded = _read_guard(sandbox, guard.channel, guard.nonce)
     problems: list[str] = []
     error: str | None = None
     rewards: dict[str, float] = {}
@@ -275,7 +278,9 @@ def run_script(
         error = f"the verifier script exited {res.exit_code}"
     if error:
         problems.append(error)
-    integrity = unsafe + list(cases.integrity)
+    integrity = unsafe + list(cases.integrity) + guarded.evidence
+    if meets(rewards, min_reward) and error is None:  # evidence against a claimed pass
+        integrity += guarded.if_passing
     reward = rewards.get("reward")
     failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
     if reward is not None and reward >= 1.0 and failed_cases:
@@ -289,7 +294,10 @@ def run_script(
     )
     if artifacts is not None:
         artifacts.mkdir(parents=True, exist_ok=True)
-        log = f"$ {shlex.join(argv)}\n[exit {res.exit_code}] [rewards {rewards}]\n"
+        log = (
+            f"$ {shlex.join(argv)}\n[exit {res.exit_code}] [rewards {rewards}] "
+            f"[pytest runs seen by the guard: {guarded.sessions}]\n"
+        )
         (artifacts / "verifier.log").write_text(log + res.stdout + "\n" + res.stderr, "utf-8")
         (artifacts / "test-stdout.txt").write_text(res.stdout, encoding="utf-8")
         if reward is not None:
@@ -326,3 +334,14 @@ def run_script(
         cases_total=cases.total,
         integrity=integrity,
     )
+
+
+def _read_guard(sandbox: Sandbox, channel: str, nonce: str) -> GuardReport:
+    """The guard plugin's channel, read safely and judged (no file: no pytest run seen)."""
+    try:
+        raw = sandbox.read_file(channel, limit=CHANNEL_LIMIT)
+    except UnsafeFile as e:  # a link, FIFO or oversized file where our channel belongs
+        return GuardReport(if_passing=[f"the pytest result channel: {e}"])
+    except (FileNotFoundError, OSError, KeyError):
+        return GuardReport()
+    return judge_channel(raw, nonce)
