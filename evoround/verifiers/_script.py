@@ -296,7 +296,7 @@ def run_script(
         artifacts.mkdir(parents=True, exist_ok=True)
         log = (
             f"$ {shlex.join(argv)}\n[exit {res.exit_code}] [rewards {rewards}] "
-            f"[pytest runs seen by the guard: {guarded.sessions}]\n"
+            f"[pytest runs seen by the guard: {guarded.sessions}, nested: {guarded.nested}]\n"
         )
         (artifacts / "verifier.log").write_text(log + res.stdout + "\n" + res.stderr, "utf-8")
         (artifacts / "test-stdout.txt").write_text(res.stdout, encoding="utf-8")

@@ -249,6 +249,9 @@ class GuardReport:
     """What the channel showed: evidence of tampering, and a line for the verifier log."""
 
     sessions: int = 0
+    """Top-level pytest runs seen (not started by a running pytest)."""
+    nested: int = 0
+    """pytest runs started by a running pytest (xdist workers, pytester runs)."""
     evidence: list[str] = field(default_factory=list)
     """Proof of tampering whatever the reward (replaced internals, forced reports)."""
     if_passing: list[str] = field(default_factory=list)
@@ -324,7 +327,7 @@ def judge_channel(raw: bytes | None, nonce: str) -> GuardReport:
                     "reported passed (a forced report)"
                 )
     top = [r for r in runs.values() if not r.nested and not r.worker]
-    rep.sessions = len(top)
+    rep.sessions, rep.nested = len(top), len(runs) - len(top)
     for run in top:
         if not run.ended:
             rep.if_passing.append(

@@ -140,7 +140,7 @@ def test_honest_runs_raise_no_alarm_local(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("EVOROUND_LOCAL_ISOLATION", "bwrap")
     oracle, _ = _honest(tmp_path, "local")
     log = next(oracle.path.rglob("verifier.log")).read_text()
-    assert "[pytest runs seen by the guard: 1]" in log  # the guard really ran (not moot)
+    assert "[pytest runs seen by the guard: 1, nested: 0]" in log  # the guard really ran (not moot)
 
 
 @pytest.mark.docker
@@ -154,4 +154,4 @@ def test_forged_pytest_runs_are_caught_docker(tmp_path: Path, docker_client, nam
 def test_honest_runs_raise_no_alarm_docker(tmp_path: Path, docker_client) -> None:
     oracle, _ = _honest(tmp_path, "docker")
     log = next(oracle.path.rglob("verifier.log")).read_text()
-    assert "[pytest runs seen by the guard: 1]" in log
+    assert "[pytest runs seen by the guard: 1, nested: 0]" in log
