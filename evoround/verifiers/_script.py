@@ -31,6 +31,10 @@ Reading the verdict as the benchmark does (Harbor's verifier, EvoCode-Bench's sc
   ``integrity_violation`` (evidence recorded): one summary (or repeats of the same one) whose
   counts add up and match the result lines when there are any, no case reported twice with
   two outcomes, and no full reward while a case failed.
+- pytest runs inside the script: a guard plugin (:mod:`evoround.verifiers._script_guard`)
+  is autoloaded by any pytest the script starts with its environment; a run it saw end
+  early, end without finishing its exit, exit 0 with failures, a forced report or replaced
+  pytest internals are evidence of tampering (``integrity_violation``).
 - Rewards are read with the sandbox's safe reads (no symlink followed, regular files only,
   size-capped) from a logs folder with a random name made for this verification.
 
@@ -278,20 +282,20 @@ def run_script(
         error = f"the verifier script exited {res.exit_code}"
     if error:
         problems.append(error)
+    claims_pass = (
+        not res.timed_out
+        and error is None
+        and (res.exit_code == 0 or nonzero_exit == "ignore")
+        and meets(rewards, min_reward)
+    )
     integrity = unsafe + list(cases.integrity) + guarded.evidence
-    if meets(rewards, min_reward) and error is None:  # evidence against a claimed pass
+    if claims_pass:  # evidence that counts only against a claimed pass (see _script_guard)
         integrity += guarded.if_passing
     reward = rewards.get("reward")
     failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
     if reward is not None and reward >= 1.0 and failed_cases:
         integrity.append(f"reward {reward:g} while {len(failed_cases)} case(s) failed")
-    passed = (
-        not res.timed_out
-        and error is None
-        and not integrity
-        and (res.exit_code == 0 or nonzero_exit == "ignore")
-        and meets(rewards, min_reward)
-    )
+    passed = claims_pass and not integrity
     if artifacts is not None:
         artifacts.mkdir(parents=True, exist_ok=True)
         log = (
