@@ -58,7 +58,8 @@ _MARK = @MARK@
 _WORKDIR = @WORKDIR@
 _HOOKS = ("pytest_pyfunc_call", "pytest_runtest_protocol")
 _seq = [0]
-_exit_hooked = []
+_ended = []
+_exit_watch = {}
 
 
 def _emit(rec):
@@ -78,10 +79,13 @@ def _emit(rec):
 def _internals():
     found = {}
     try:
-        from _pytest import python as py, reports as rep, runner as run
+        import builtins
+        from _pytest import config as cfg, main as mn, python as py, reports as rep, runner as run
     except Exception:
         return found
-    places = [(py, "Function"), (py, "pytest_pyfunc_call"), (rep, "TestReport"),
+    places = [(_sys, "exit"), (builtins, "SystemExit"), (cfg, "ExitCode"), (cfg, "main"),
+              (cfg, "console_main"), (mn, "wrap_session"), (mn, "Session"),
+              (py, "Function"), (py, "pytest_pyfunc_call"), (rep, "TestReport"),
               (run, "CallInfo"), (run, "call_and_report"), (run, "call_runtest_hook"),
               (run, "runtestprotocol"), (run, "pytest_runtest_makereport"),
               (run, "pytest_runtest_call")]
@@ -117,8 +121,26 @@ def _in_workspace(func):
     return name if _WORKDIR and real.startswith(root) else ""
 
 
+def _rc(session):
+    try:
+        return int(getattr(session, "exitstatus", None))
+    except Exception:
+        return None
+
+
 def _at_exit():
-    _emit({"k": "exit"})
+    # Registered before any workspace code ran, so it runs after every atexit hook of the
+    # tested code; what could still change the process's exit status is checked here.
+    what = []
+    for sess in _ended:
+        if _rc(sess.session) != sess.rc:
+            what.append("the exit status changed after pytest finished (%s to %s)"
+                        % (sess.rc, _rc(sess.session)))
+    now, said = _internals(), set().union(*[sess.sent for sess in _ended])
+    for label, obj in _exit_watch.items():
+        if now.get(label) is not obj and label + " was replaced" not in said:
+            what.append(label + " was replaced before the process exited")
+    _emit({"k": "exit", "tampered": what[:20]})
 
 
 class _Session(object):
@@ -163,10 +185,9 @@ class _Session(object):
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):
         self.check()
-        try:
-            rc = int(getattr(self.session, "exitstatus", None))
-        except Exception:
-            rc = None
+        self.rc = rc = _rc(self.session)
+        if self.top:
+            _ended.append(self)
         if self.mark is None:
             _os.environ.pop(_MARK, None)
         else:
@@ -182,10 +203,12 @@ def pytest_configure(config):
     nested = _MARK in _os.environ
     args = [str(a)[:200] for a in getattr(config, "invocation_params", config).args][:20]
     _emit({"k": "start", "s": sid, "nested": nested, "worker": worker, "args": args})
-    config.pluginmanager.register(_Session(config, sid, _os.environ.get(_MARK)), "evo-" + sid)
+    sess = _Session(config, sid, _os.environ.get(_MARK))
+    sess.top = not nested and not worker
+    config.pluginmanager.register(sess, "evo-" + sid)
     _os.environ[_MARK] = sid
-    if not nested and not worker and not _exit_hooked:
-        _exit_hooked.append(True)
+    if sess.top and not _exit_watch:
+        _exit_watch.update(sess.internals)
         _atexit.register(_at_exit)
 '''
 
@@ -292,7 +315,7 @@ def judge_channel(raw: bytes | None, nonce: str) -> GuardReport:
         return rep
     tag = nonce + " "
     runs: dict[str, _Run] = {}
-    exited: set[int] = set()
+    exited: dict[int, list[str]] = {}
     malformed = 0
     for line in raw.decode(errors="replace").splitlines():
         if not line.startswith(tag):
@@ -310,10 +333,11 @@ def judge_channel(raw: bytes | None, nonce: str) -> GuardReport:
                 [str(a) for a in args], bool(rec.get("nested")), bool(rec.get("worker")), pid
             )
         elif kind == "exit":
-            exited.add(pid)
+            what = rec.get("tampered") if isinstance(rec.get("tampered"), list) else []
+            exited[pid] = [str(w)[:300] for w in what]
         elif run is None:
             malformed += 1  # a record of a session that never started
-        elif kind == "end":
+        elif kind == "end" and pid == run.pid:  # (a forked child cannot end its parent's run)
             run.ended, run.rc = True, rec.get("rc") if isinstance(rec.get("rc"), int) else None
         elif kind == "tamper" and (not run.nested or run.worker):
             rep.evidence.append(f"pytest run `{_cmd(run)}`: {str(rec.get('what'))[:300]}")
@@ -340,6 +364,8 @@ def judge_channel(raw: bytes | None, nonce: str) -> GuardReport:
                 "process never completed its exit: an atexit hook or a thread ended it "
                 "(a rewritten exit status)"
             )
+        elif exited[run.pid]:
+            rep.if_passing += [f"the pytest run `{_cmd(run)}`: {w}" for w in exited[run.pid]]
         elif run.rc == 0 and run.failed:
             rep.if_passing.append(
                 f"the pytest run `{_cmd(run)}` exited 0 while {len(run.failed)} test(s) "
