@@ -102,23 +102,29 @@ def _internals():
 
 
 def _impls(config):
+    # the first-result implementations (not wrappers): those can skip a test's body
     found = {}
-    for hook in _HOOKS:
-        caller = getattr(config.hook, hook, None)
-        for impl in (caller.get_hookimpls() if caller is not None else ()):
-            found[(hook, impl.plugin_name)] = impl.function
+    try:
+        for hook in _HOOKS:
+            caller = getattr(config.hook, hook, None)
+            for impl in (caller.get_hookimpls() if caller is not None else ()):
+                if not (getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False)):
+                    found[(hook, impl.plugin_name)] = impl.function
+    except Exception:
+        pass
     return found
 
 
 def _in_workspace(func):
+    # code the agent wrote, not a package installed in a virtualenv inside the workspace
     code = getattr(func, "__code__", None)
     name = getattr(code, "co_filename", "") or ""
-    try:
-        real = _os.path.realpath(name)
-    except Exception:
+    root = _os.path.realpath(_WORKDIR or _os.sep).rstrip(_os.sep) + _os.sep
+    real = _os.path.realpath(name) if name else ""
+    parts = real.split(_os.sep)
+    if root == _os.sep or "site-packages" in parts or "dist-packages" in parts:
         return ""
-    root = _os.path.realpath(_WORKDIR).rstrip(_os.sep) + _os.sep
-    return name if _WORKDIR and real.startswith(root) else ""
+    return name if real.startswith(root) else ""
 
 
 def _rc(session):
@@ -129,6 +135,13 @@ def _rc(session):
 
 
 def _at_exit():
+    try:
+        _exit_check()
+    except Exception:
+        _emit({"k": "exit"})
+
+
+def _exit_check():
     # Registered before any workspace code ran, so it runs after every atexit hook of the
     # tested code; what could still change the process's exit status is checked here.
     what = []
@@ -152,6 +165,12 @@ class _Session(object):
         self.raised, self.tampered, self.sent, self.session = {}, set(), set(), None
 
     def check(self):
+        try:
+            self._check()
+        except Exception:
+            pass
+
+    def _check(self):
         now = _internals()
         for label, obj in self.internals.items():
             if now.get(label) is not obj:
@@ -159,8 +178,8 @@ class _Session(object):
         for key, func in _impls(self.config).items():
             if key in self.impls and self.impls[key] is not func:
                 self.tampered.add("%s of plugin %s was replaced" % key)
-            origin = _in_workspace(func)
-            if origin:
+            origin = "" if key in self.impls else _in_workspace(func)
+            if origin:  # registered during the run by code in the workspace
                 self.tampered.add("%s implemented by workspace code %s" % (key[0], origin))
         for what in sorted(self.tampered - self.sent):
             self.sent.add(what)
@@ -172,9 +191,18 @@ class _Session(object):
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
         outcome = yield
-        self.raised[item.nodeid] = outcome.excinfo is not None
+        try:
+            self.raised[item.nodeid] = outcome.excinfo is not None
+        except Exception:
+            pass
 
     def pytest_runtest_logreport(self, report):
+        try:
+            self._log(report)
+        except Exception:
+            pass
+
+    def _log(self, report):
         if report.when == "call" or report.outcome != "passed":
             raised = self.raised.pop(report.nodeid, None) if report.when == "call" else None
             _emit({"k": "r", "s": self.sid, "id": str(report.nodeid)[:300],
@@ -184,6 +212,12 @@ class _Session(object):
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):
+        try:
+            self._end()
+        except Exception:
+            pass
+
+    def _end(self):
         self.check()
         self.rc = rc = _rc(self.session)
         if self.top:
@@ -197,12 +231,19 @@ class _Session(object):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
+    # The guard must never break an honest run: a failure of its own makes it do nothing.
+    try:
+        _start(config)
+    except Exception:
+        pass
+
+
+def _start(config):
     _seq[0] += 1
     sid = "%d-%d" % (_os.getpid(), _seq[0])
     worker = hasattr(config, "workerinput") or "PYTEST_XDIST_WORKER" in _os.environ
     nested = _MARK in _os.environ
     args = [str(a)[:200] for a in getattr(config, "invocation_params", config).args][:20]
-    _emit({"k": "start", "s": sid, "nested": nested, "worker": worker, "args": args})
     sess = _Session(config, sid, _os.environ.get(_MARK))
     sess.top = not nested and not worker
     config.pluginmanager.register(sess, "evo-" + sid)
@@ -210,6 +251,8 @@ def pytest_configure(config):
     if sess.top and not _exit_watch:
         _exit_watch.update(sess.internals)
         _atexit.register(_at_exit)
+    # last: a start record promises an end record and an exit record
+    _emit({"k": "start", "s": sid, "nested": nested, "worker": worker, "args": args})
 '''
 
 

@@ -68,7 +68,14 @@ def test_subprocess_run(tmp_path):
 """
 
 
-def _run(tmp_path: Path, script: str, tests: str, module: str = "def value():\n    return 1\n"):
+def _run(
+    tmp_path: Path,
+    script: str,
+    tests: str,
+    module: str = "def value():\n    return 1\n",
+    workspace: dict[str, str] | None = None,
+):
+    tmp_path.mkdir(exist_ok=True)
     files = {"test.sh": '#!/bin/bash\ncd "$EVOROUND_WORKDIR"\n' + script, "test_m.py": tests}
     suite = []
     for name, text in files.items():
@@ -78,6 +85,8 @@ def _run(tmp_path: Path, script: str, tests: str, module: str = "def value():\n 
     provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
     with provider.create(load_task(COUNTER), "verify") as sb:
         sb.write_file("mod.py", module)
+        for name, text in (workspace or {}).items():
+            sb.write_file(name, text)
         out = run_script(sb, suite, 1, script="test.sh", timeout=120, artifacts=tmp_path / "a")
     log = (tmp_path / "a" / "verifier.log").read_text()
     seen, nested = re.search(r"pytest runs seen by the guard: (\d+), nested: (\d+)", log).groups()
@@ -129,6 +138,33 @@ def test_python_isolated_mode_still_runs(tmp_path: Path):
     out, seen, log = _run(tmp_path, script, HONEST.replace("from mod import value", (
         "import os, sys\nsys.path.insert(0, os.getcwd())\nfrom mod import value")))  # fmt: skip
     assert (out.passed, out.integrity, seen) == (True, [], (0, 0)), log
+
+
+OWN_RUNNER = """import inspect
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    # the agent's own (honest) test runner hook: it does call the test
+    names = inspect.signature(pyfuncitem.obj).parameters
+    pyfuncitem.obj(**{n: pyfuncitem.funcargs[n] for n in names})
+    return True
+"""
+
+
+def test_the_agents_own_runner_hook_in_a_workspace_run_is_no_alarm(tmp_path: Path):
+    """A script that runs the suite from inside the workspace, where the agent's conftest
+    (loaded before any test, honest) implements ``pytest_pyfunc_call``."""
+    script = ('mkdir -p tests && cp "$EVOROUND_TESTS_DIR/test_m.py" tests/\n'
+              "python3 -m pytest -q -p no:cacheprovider tests\n" + REWARD)  # fmt: skip
+    out, seen, log = _run(tmp_path, script, HONEST, workspace={"conftest.py": OWN_RUNNER})
+    assert (out.passed, out.integrity, seen) == (True, [], (1, 0)), log
+    bad = "def value():\n    return 0\n"
+    out, seen, log = _run(
+        tmp_path / "b", script, HONEST, bad, workspace={"conftest.py": OWN_RUNNER}
+    )
+    assert (out.passed, out.integrity, seen) == (False, [], (1, 0)), log  # it really ran
 
 
 def test_the_channel_is_judged_defensively():
