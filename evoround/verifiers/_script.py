@@ -31,6 +31,10 @@ Reading the verdict as the benchmark does (Harbor's verifier, EvoCode-Bench's sc
   ``integrity_violation`` (evidence recorded): one summary (or repeats of the same one) whose
   counts add up and match the result lines when there are any, no case reported twice with
   two outcomes, and no full reward while a case failed.
+- pytest runs inside the script: a guard plugin (:mod:`evoround.verifiers._script_guard`)
+  is autoloaded by any pytest the script starts with its environment; a run it saw end
+  early, end without finishing its exit, exit 0 with failures, a forced report or replaced
+  pytest internals are evidence of tampering (``integrity_violation``).
 - Rewards are read with the sandbox's safe reads (no symlink followed, regular files only,
   size-capped) from a logs folder with a random name made for this verification.
 
@@ -53,6 +57,7 @@ from evoround.results import TestOutcome, TestResult, VerifierOutcome
 from evoround.sandboxes import Sandbox, UnsafeFile
 from evoround.tasks import ActiveTest
 from evoround.verifiers._pytest import copy_suite
+from evoround.verifiers._script_guard import CHANNEL_LIMIT, GuardReport, judge_channel, make_guard
 
 DEFAULT_MIN_REWARD = 0.999
 MAX_CASE_RESULTS = 500
@@ -213,13 +218,14 @@ def run_script(
     suite_root = f"{base}/tests"
     logs_dir = f"{base}/logs"
     verifier_dir = f"{logs_dir}/verifier"
-    # one archive in: the suite and the (empty) log folders the script writes to
+    guard = make_guard(base, sandbox.workdir)
+    # one archive in: the suite, the (empty) log folders the script writes to, the guard
     copy_suite(
         sandbox,
         tests,
         base,
         under="tests",
-        extra={"logs/verifier/.keep": "", "logs/artifacts/.keep": ""},
+        extra={"logs/verifier/.keep": "", "logs/artifacts/.keep": "", **guard.files},
     )
     entry = next((t for t in tests if t.path == script), None)
     if entry is None:
@@ -237,7 +243,7 @@ def run_script(
     }
     argv = ["bash", f"{suite_root}/{script}"]
     start = time.monotonic()
-    res = sandbox.exec(argv, timeout=timeout, cwd=sandbox.workdir, env=full_env)
+    res = sandbox.exec(guard.wrap(argv), timeout=timeout, cwd=sandbox.workdir, env=full_env)
     duration = time.monotonic() - start
     sandbox.stop_strays()  # nothing the tested code started may rewrite the reward now
 
@@ -253,6 +259,7 @@ def run_script(
             return None
 
     json_raw, txt_raw = read("reward.json"), read("reward.txt")
+    guarded = _read_guard(sandbox, guard.channel, guard.nonce)
     problems: list[str] = []
     error: str | None = None
     rewards: dict[str, float] = {}
@@ -275,21 +282,26 @@ def run_script(
         error = f"the verifier script exited {res.exit_code}"
     if error:
         problems.append(error)
-    integrity = unsafe + list(cases.integrity)
+    claims_pass = (
+        not res.timed_out
+        and error is None
+        and (res.exit_code == 0 or nonzero_exit == "ignore")
+        and meets(rewards, min_reward)
+    )
+    integrity = unsafe + list(cases.integrity) + guarded.evidence
+    if claims_pass:  # evidence that counts only against a claimed pass (see _script_guard)
+        integrity += guarded.if_passing
     reward = rewards.get("reward")
     failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
     if reward is not None and reward >= 1.0 and failed_cases:
         integrity.append(f"reward {reward:g} while {len(failed_cases)} case(s) failed")
-    passed = (
-        not res.timed_out
-        and error is None
-        and not integrity
-        and (res.exit_code == 0 or nonzero_exit == "ignore")
-        and meets(rewards, min_reward)
-    )
+    passed = claims_pass and not integrity
     if artifacts is not None:
         artifacts.mkdir(parents=True, exist_ok=True)
-        log = f"$ {shlex.join(argv)}\n[exit {res.exit_code}] [rewards {rewards}]\n"
+        log = (
+            f"$ {shlex.join(argv)}\n[exit {res.exit_code}] [rewards {rewards}] "
+            f"[pytest runs seen by the guard: {guarded.sessions}, nested: {guarded.nested}]\n"
+        )
         (artifacts / "verifier.log").write_text(log + res.stdout + "\n" + res.stderr, "utf-8")
         (artifacts / "test-stdout.txt").write_text(res.stdout, encoding="utf-8")
         if reward is not None:
@@ -326,3 +338,14 @@ def run_script(
         cases_total=cases.total,
         integrity=integrity,
     )
+
+
+def _read_guard(sandbox: Sandbox, channel: str, nonce: str) -> GuardReport:
+    """The guard plugin's channel, read safely and judged (no file: no pytest run seen)."""
+    try:
+        raw = sandbox.read_file(channel, limit=CHANNEL_LIMIT)
+    except UnsafeFile as e:  # a link, FIFO or oversized file where our channel belongs
+        return GuardReport(if_passing=[f"the pytest result channel: {e}"])
+    except (FileNotFoundError, OSError, KeyError):
+        return GuardReport()
+    return judge_channel(raw, nonce)
