@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from evoround.sandboxes._capture import CappedOutput
+from evoround.sandboxes._confine import copy_tree, read_path, write_new, write_path
 from evoround.sandboxes._isolation import (
     bwrap_argv,
     choose_isolation,
@@ -209,7 +210,7 @@ class LocalSandbox(Sandbox):
 
     def _resolve(self, path: str) -> Path:
         p = Path(path)
-        return p if p.is_absolute() else Path(self.workdir) / p
+        return Path(os.path.normpath(p if p.is_absolute() else Path(self.workdir) / p))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -282,17 +283,28 @@ class LocalSandbox(Sandbox):
         self, path: str, *, limit: int = READ_LIMIT, follow_symlinks: bool = False
     ) -> bytes:
         self._check_open()
-        return safe_read(self._resolve(path), limit=limit, follow_symlinks=follow_symlinks)
+        target = self._resolve(path)
+        if self.hidden is not None:  # hardened: nothing hidden, no planted link (_confine)
+            target = read_path(self.root, target, self.hidden, path, follow=follow_symlinks)
+        return safe_read(target, limit=limit, follow_symlinks=follow_symlinks)
 
     def write_file(self, path: str, data: str | bytes) -> None:
         self._check_open()
         target = self._resolve(path)
+        raw = data.encode() if isinstance(data, str) else data
+        if self.hidden is not None:  # hardened: below the sandbox, through no link
+            write_new(self.root, write_path(self.root, target, path), raw)
+            return
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data.encode() if isinstance(data, str) else data)
+        target.write_bytes(raw)
 
     def copy_in(self, src_dir: str, dest: str) -> None:
         self._check_open()
-        shutil.copytree(src_dir, self._resolve(dest), dirs_exist_ok=True, symlinks=True)
+        target = self._resolve(dest)
+        if self.hidden is not None:
+            copy_tree(self.root, Path(src_dir), write_path(self.root, target, dest))
+            return
+        shutil.copytree(src_dir, target, dirs_exist_ok=True, symlinks=True)
 
     def snapshot(self, label: SnapshotLabel) -> Snapshot:
         self._check_open()
