@@ -321,6 +321,27 @@ class LocalSandbox(Sandbox):
             self._store.forget(self.workdir)  # its hashes can never be asked for again
 
 
+def git_dirs(path: Path) -> list[Path]:
+    """The git folders of the checkout holding ``path`` (its ``.git``; for a worktree, also
+    the main repository's), if any: they hold every tracked file of the checkout, hidden
+    tests and reference solutions included (``git show HEAD:.../solution/...``)."""
+    with contextlib.suppress(OSError, ValueError):
+        for d in [path, *path.parents]:
+            g = d / ".git"
+            if g.is_dir():
+                return [g]
+            if g.is_file():
+                text = g.read_text(encoding="utf-8", errors="replace").strip()
+                if not text.startswith("gitdir:"):
+                    return []
+                gd = (d / text.split(":", 1)[1].strip()).resolve()
+                common = gd / "commondir"
+                if common.is_file():
+                    return [gd, (gd / common.read_text(encoding="utf-8").strip()).resolve()]
+                return [gd]
+    return []
+
+
 OWNER_FILE = "owner.pid"
 """In each sandbox folder: the pid of the engine that made it (a SIGKILL skips ``close``)."""
 
@@ -406,6 +427,8 @@ class LocalProvider(SandboxProvider):
             task.path.parent,
             task.path,
             *self._hidden,
+            *git_dirs(library_path()),
+            *git_dirs(task.path),
         ]
         out: list[Path] = []
         for c in cands:
