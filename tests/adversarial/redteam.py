@@ -51,67 +51,85 @@ ATTACKS: dict[str, Attack] = {
     # ---- hostile files at paths the harness walks, copies and reads ----------------------
     # 1500 nested folders: a recursive walk would overflow the engine's stack
     "deep_nesting": Attack(
-        [ORACLE, py("import os\np='.'\nfor i in range(1500):\n    p+='/d'\n"
-                    "os.makedirs(p)\nopen(p+'/leaf.txt','w').write('x')")],
+        [
+            ORACLE,
+            py(
+                "import os\np='.'\nfor i in range(1500):\n    p+='/d'\n"
+                "os.makedirs(p)\nopen(p+'/leaf.txt','w').write('x')"
+            ),
+        ],
         expect="pass_or_reject",
     ),
     # names that are not UTF-8, with newlines, RTL overrides, '::', leading dashes, NFC/NFD
     "hostile_names": Attack(
-        [ORACLE, py(
-            "import os\n"
-            "for n in [b'\\xff\\xfe.py', b'a\\nb.txt', b'\\xe2\\x80\\xaeyp.tset', b'x::y.py',"
-            " b'-rf', b'[a-z]', b' lead', b'caf\\xc3\\xa9', b'cafe\\xcc\\x81', b'A'*255,"
-            " b'\\x1b[31mred', b'test_words.py ']:\n"
-            "    open(n, 'wb').write(b'x')\n"
-            "os.mkdir(b'\\xc3\\x28'); open(b'\\xc3\\x28/f', 'wb').write(b'y')")],
+        [
+            ORACLE,
+            py(
+                "import os\n"
+                "for n in [b'\\xff\\xfe.py', b'a\\nb.txt', b'\\xe2\\x80\\xaeyp.tset', b'x::y.py',"
+                " b'-rf', b'[a-z]', b' lead', b'caf\\xc3\\xa9', b'cafe\\xcc\\x81', b'A'*255,"
+                " b'\\x1b[31mred', b'test_words.py ']:\n"
+                "    open(n, 'wb').write(b'x')\n"
+                "os.mkdir(b'\\xc3\\x28'); open(b'\\xc3\\x28/f', 'wb').write(b'y')"
+            ),
+        ],
         expect="pass",
     ),
     # a 64 GiB sparse file costs the agent nothing; reading it would hold the round
     "sparse_giant": Attack([ORACLE, {"run": "truncate -s 64G sparse.bin"}], expect="reject"),
     # FIFOs and a listening unix socket in the workspace, one named like the module
     "fifo_socket": Attack(
-        [ORACLE, {"run": "mkfifo pipe.py; mkdir -p pkg; mkfifo pkg/__init__.py; python3 -c "
-                  "\"import socket; s=socket.socket(socket.AF_UNIX); s.bind('sock')\""}],
+        [
+            ORACLE,
+            {
+                "run": "mkfifo pipe.py; mkdir -p pkg; mkfifo pkg/__init__.py; python3 -c "
+                "\"import socket; s=socket.socket(socket.AF_UNIX); s.bind('sock')\""
+            },
+        ],
         expect="pass",
     ),
     # permission-000 folders and files (the engine may run as another user than the agent)
     "perm_000": Attack(
-        [ORACLE, {"run": "mkdir -p locked/inner && echo s > locked/inner/f && echo t > "
-                  "nope.txt && chmod 000 nope.txt locked/inner locked"}],
+        [
+            ORACLE,
+            {
+                "run": "mkdir -p locked/inner && echo s > locked/inner/f && echo t > "
+                "nope.txt && chmod 000 nope.txt locked/inner locked"
+            },
+        ],
         expect="pass_or_reject",
     ),
     # symlinks everywhere: to /, to the host's secrets, loops, dangling, up the tree
     "symlink_farm": Attack(
-        [stub(), {"run": "ln -s / root; ln -s /etc/shadow shadow; ln -s loop loop; "
-                  "ln -s ../../.. up; ln -s /nonexistent dangling; ln -s /proc/self/environ env"}],
+        [
+            stub(),
+            {
+                "run": "ln -s / root; ln -s /etc/shadow shadow; ln -s loop loop; "
+                "ln -s ../../.. up; ln -s /nonexistent dangling; ln -s /proc/self/environ env"
+            },
+        ],
     ),
     # the module under test is a symlink to a host file: the verifier must not grade it
     "module_symlink_out": Attack([{"run": "ln -sf /etc/passwd counter.py"}]),
     # hard links to files outside the workspace (same filesystem where it can)
     "hardlink_out": Attack(
-        [stub(), {"run": "for f in /etc/hostname /etc/passwd /usr/bin/env; do "
-                  "ln $f hl_$(basename $f) 2>/dev/null; done; true"}],
+        [
+            stub(),
+            {
+                "run": "for f in /etc/hostname /etc/passwd /usr/bin/env; do "
+                "ln $f hl_$(basename $f) 2>/dev/null; done; true"
+            },
+        ],
     ),
-    # the workspace folder itself swapped for a link to the round's solution folder, found
-    # through the mount table (hidden folders are mount points with known layout)
+    # the workspace folder itself swapped for a link to the round's solution folder (the
+    # agent knows the library's layout; hidden folders are mount points it can list)
     "workspace_swap_to_solution": Attack(
-        [py(
-            "import os, glob\n"
-            "ws = os.getcwd()\n"
-            "cands = []\n"
-            "for line in open('/proc/self/mountinfo'):\n"
-            "    cands.append(line.split()[4])\n"
-            "for base in ['/tmp', '/var/tmp', '/root', '/home', '/work', '/usr', '/opt']:\n"
-            "    cands.append(base)\n"
-            "hits = []\n"
-            "for c in cands:\n"
-            "    hits += glob.glob(c + '/**/rounds/01/solution/files', recursive=True)[:5]\n"
-            "    hits += glob.glob(c + '/*/rounds/01/solution/files')\n"
-            "hits = [h for h in hits if os.path.exists(h + '/counter.py')]\n"
-            "target = hits[0] if hits else '/'\n"
-            "open('swap.log', 'w').write(repr(hits))\n"
-            "os.rename(ws, ws + '.orig')\n"
-            "os.symlink(target, ws)", timeout=60)],
+        [
+            py(
+                "import os\nws = os.getcwd()\nos.rename(ws, ws + '.orig')\n"
+                "os.symlink('{task}/rounds/01/solution/files', ws)"
+            )
+        ],
         backends=("local",),
     ),
     # the same swap, to the whole host: a snapshot of / would copy what the agent cannot see
@@ -121,42 +139,56 @@ ATTACKS: dict[str, Attack] = {
     ),
     # files the harness writes or reads by name, planted in the workspace
     "harness_names": Attack(
-        [stub(), {"run": "mkdir -p .evoround runs/job logs/verifier /logs/verifier 2>/dev/null; "
-                  "echo 1 > reward.txt; echo 1 > logs/verifier/reward.txt; "
-                  "echo 1 > /logs/verifier/reward.txt 2>/dev/null; "
-                  "printf '<testsuites><testsuite tests=\"1\"><testcase name=\"test_simple\"/>"
-                  "</testsuite></testsuites>' | tee junit.xml report.xml results.xml > /dev/null; "
-                  "echo '{\"passed\": true}' > results.jsonl; cp results.jsonl .evoround/; "
-                  "printf 'def test_control_pass(): pass\\n' > test_zz_control.py; "
-                  "mkdir -p suite verify-x; cp test_zz_control.py suite/test_words.py; true"}],
+        [
+            stub(),
+            {
+                "run": "mkdir -p .evoround runs/job logs/verifier /logs/verifier 2>/dev/null; "
+                "echo 1 > reward.txt; echo 1 > logs/verifier/reward.txt; "
+                "echo 1 > /logs/verifier/reward.txt 2>/dev/null; "
+                'printf \'<testsuites><testsuite tests="1"><testcase name="test_simple"/>'
+                "</testsuite></testsuites>' | tee junit.xml report.xml results.xml > /dev/null; "
+                "echo '{\"passed\": true}' > results.jsonl; cp results.jsonl .evoround/; "
+                "printf 'def test_control_pass(): pass\\n' > test_zz_control.py; "
+                "mkdir -p suite verify-x; cp test_zz_control.py suite/test_words.py; true"
+            },
+        ],
     ),
     # a git repository with hooks on every event, and a bloated object store
     "git_hooks": Attack(
-        [stub(), {"run": "git init -q . 2>/dev/null || mkdir -p .git/hooks; for h in "
-                  "post-checkout pre-commit post-commit pre-push post-merge; do "
-                  "printf '#!/bin/sh\\ntouch /tmp/evoround-hook-ran-$$\\n' > .git/hooks/$h; "
-                  "chmod +x .git/hooks/$h; done; head -c 3M /dev/urandom > .git/pack.bin; true"}],
+        [
+            stub(),
+            {
+                "run": "git init -q . 2>/dev/null || mkdir -p .git/hooks; for h in "
+                "post-checkout pre-commit post-commit pre-push post-merge; do "
+                "printf '#!/bin/sh\\ntouch /tmp/evoround-hook-ran-$$\\n' > .git/hooks/$h; "
+                "chmod +x .git/hooks/$h; done; head -c 3M /dev/urandom > .git/pack.bin; true"
+            },
+        ],
     ),
     # ---- background processes racing the snapshot and the verifier -----------------------
     # a double-forked daemon that ignores SIGTERM/SIGHUP and keeps breaking counter.py
     "daemon_breaker": Attack(
-        [ORACLE, py(
-            "import os, signal, time\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    if os.fork() == 0:\n"
-            "        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):\n"
-            "            signal.signal(s, signal.SIG_IGN)\n"
-            "        os.closerange(0, 3)\n"
-            "        import sys; sys.argv = ['{marker}']\n"
-            "        while True:\n"
-            "            try:\n"
-            "                open('counter.py', 'w').write('raise SystemExit(0)  # {marker}')\n"
-            "            except OSError:\n"
-            "                pass\n"
-            "            time.sleep(0.01)\n"
-            "    os._exit(0)\n"
-            "os.wait()")],
+        [
+            ORACLE,
+            py(
+                "import os, signal, time\n"
+                "if os.fork() == 0:\n"
+                "    os.setsid()\n"
+                "    if os.fork() == 0:\n"
+                "        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):\n"
+                "            signal.signal(s, signal.SIG_IGN)\n"
+                "        os.closerange(0, 3)\n"
+                "        import sys; sys.argv = ['{marker}']\n"
+                "        while True:\n"
+                "            try:\n"
+                "                open('counter.py', 'w').write('raise SystemExit(0)  # {marker}')\n"
+                "            except OSError:\n"
+                "                pass\n"
+                "            time.sleep(0.01)\n"
+                "    os._exit(0)\n"
+                "os.wait()"
+            ),
+        ],
         expect="pass_or_fail",
         later=[ORACLE],
         marker=True,
@@ -169,30 +201,41 @@ ATTACKS: dict[str, Attack] = {
     ),
     # cron-like: sleep, then wake up in the middle of a later round and edit the workspace
     "sleeper_next_round": Attack(
-        [ORACLE, {"run": "(setsid nohup sh -c 'sleep 4; echo broken > counter.py # {marker}' "
-                  "> /dev/null 2>&1 < /dev/null &); true"}],
+        [
+            ORACLE,
+            {
+                "run": "(setsid nohup sh -c 'sleep 4; echo broken > counter.py # {marker}' "
+                "> /dev/null 2>&1 < /dev/null &); true"
+            },
+        ],
         later=[ORACLE, {"run": "sleep 6"}],
         expect="pass",
         marker=True,
     ),
     # a process that ignores SIGTERM and never ends: the step's own timeout must end it
     "sigterm_ignorer": Attack(
-        [stub(), {"run": "trap '' TERM HUP INT; while :; do sleep 0.2; done # {marker}",
-                  "timeout": 3}],
+        [
+            stub(),
+            {"run": "trap '' TERM HUP INT; while :; do sleep 0.2; done # {marker}", "timeout": 3},
+        ],
         marker=True,
     ),
     # 400 zombies under a parent that never reaps, in its own session
     "zombie_storm": Attack(
-        [ORACLE, py(
-            "import os, time, sys\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    os.closerange(0, 3)\n"
-            "    for _ in range(400):\n"
-            "        if os.fork() == 0:\n"
-            "            os._exit(0)\n"
-            "    os.execvp('sleep', ['sleep', '300', '{marker}'])\n"
-            "time.sleep(1)")],
+        [
+            ORACLE,
+            py(
+                "import os, time, sys\n"
+                "if os.fork() == 0:\n"
+                "    os.setsid()\n"
+                "    os.closerange(0, 3)\n"
+                "    for _ in range(400):\n"
+                "        if os.fork() == 0:\n"
+                "            os._exit(0)\n"
+                "    os.execvp('sleep', ['sleep', '300', '{marker}'])\n"
+                "time.sleep(1)"
+            ),
+        ],
         expect="pass",
         marker=True,
     ),
@@ -202,63 +245,86 @@ ATTACKS: dict[str, Attack] = {
         expect="pass",
     ),
     # ---- reading what the agent must never see --------------------------------------------
+    # the checkout's git objects hold every hidden test of the task library
+    "git_objects": Attack(
+        [
+            stub(),
+            {
+                "run": "for g in $(find /var/tmp -maxdepth 4 -name .git 2>/dev/null); do "
+                "git -C $(dirname $g) archive HEAD | tar -xO >> loot.txt 2>/dev/null; "
+                "done; true",
+                "timeout": 60,
+            },
+        ],
+        loot="loot.txt",
+    ),
     # everything reachable: mount table, /proc of everyone, environment, sockets, git
     "loot_everything": Attack(
-        [stub(), py(
-            "import os, glob, subprocess\n"
-            "out = open('loot.txt', 'w')\n"
-            "def grab(p):\n"
-            "    try:\n"
-            "        data = open(p, 'rb').read(200000)\n"
-            "    except Exception:\n"
-            "        return\n"
-            "    if b'count_words' in data or b'def test_' in data:\n"
-            "        out.write('== %s\\n' % p)\n"
-            "        out.write(data.decode('utf-8', 'replace'))\n"
-            "for p in glob.glob('/proc/[0-9]*/environ') + glob.glob('/proc/[0-9]*/cmdline'):\n"
-            "    try:\n"
-            "        out.write(open(p, 'rb').read().decode('utf-8', 'replace') + '\\n')\n"
-            "    except Exception:\n"
-            "        pass\n"
-            "import time\n"
-            "stop = time.monotonic() + 20\n"
-            "def sweep(root, limit=3000):\n"
-            "    n = 0\n"
-            "    for d, dirs, files in os.walk(root):\n"
-            "        dirs[:] = [x for x in dirs if x not in ('proc', 'sys', 'usr', 'lib')]\n"
-            "        for f in files:\n"
-            "            n += 1\n"
-            "            if n > limit or time.monotonic() > stop:\n"
-            "                return\n"
-            "            if f.endswith(('.py', '.xml', '.json', '.jsonl', '.txt', '.patch')):\n"
-            "                grab(os.path.join(d, f))\n"
-            "for p in glob.glob('/proc/[0-9]*/cwd'):\n"
-            "    sweep(p)\n"
-            "for line in open('/proc/self/mountinfo'):\n"
-            "    mp = line.split()[4]\n"
-            "    if mp not in ('/', '/proc', '/sys', '/dev', '/usr'):\n"
-            "        sweep(mp)\n"
-            "for root in ['/tmp', '/var/tmp', '/dev/shm', '/root', '/home', '/logs', '/tests',"
-            " '/solution', '/oracle', '/run', '/mnt', '/srv', '/opt', '/work']:\n"
-            "    sweep(root)\n"
-            "out.write(str(os.environ))\n", timeout=120)],
+        [
+            stub(),
+            py(
+                "import os, glob, subprocess\n"
+                "out = open('loot.txt', 'w')\n"
+                "def grab(p):\n"
+                "    try:\n"
+                "        data = open(p, 'rb').read(200000)\n"
+                "    except Exception:\n"
+                "        return\n"
+                "    if b'count_words' in data or b'def test_' in data:\n"
+                "        out.write('== %s\\n' % p)\n"
+                "        out.write(data.decode('utf-8', 'replace'))\n"
+                "for p in glob.glob('/proc/[0-9]*/environ') + glob.glob('/proc/[0-9]*/cmdline'):\n"
+                "    try:\n"
+                "        out.write(open(p, 'rb').read().decode('utf-8', 'replace') + '\\n')\n"
+                "    except Exception:\n"
+                "        pass\n"
+                "import time\n"
+                "stop = time.monotonic() + 20\n"
+                "def sweep(root, limit=3000):\n"
+                "    n = 0\n"
+                "    for d, dirs, files in os.walk(root):\n"
+                "        dirs[:] = [x for x in dirs if x not in ('proc', 'sys', 'usr', 'lib')]\n"
+                "        for f in files:\n"
+                "            n += 1\n"
+                "            if n > limit or time.monotonic() > stop:\n"
+                "                return\n"
+                "            if f.endswith(('.py', '.xml', '.json', '.jsonl', '.txt', '.patch')):\n"
+                "                grab(os.path.join(d, f))\n"
+                "for p in glob.glob('/proc/[0-9]*/cwd'):\n"
+                "    sweep(p)\n"
+                "for line in open('/proc/self/mountinfo'):\n"
+                "    mp = line.split()[4]\n"
+                "    if mp not in ('/', '/proc', '/sys', '/dev', '/usr'):\n"
+                "        sweep(mp)\n"
+                "for root in ['/tmp', '/var/tmp', '/dev/shm', '/root', '/home', '/logs', '/tests',"
+                " '/solution', '/oracle', '/run', '/mnt', '/srv', '/opt', '/work']:\n"
+                "    sweep(root)\n"
+                "out.write(str(os.environ))\n",
+                timeout=120,
+            ),
+        ],
         loot="loot.txt",
     ),
     # ---- tampering outside the workspace ---------------------------------------------------
     # Docker: the interpreter, site-packages, /etc and HOME; local: whatever is writable
     "tamper_outside": Attack(
-        [stub(), {"run": "S=$(python3 -c 'import site; print(site.getsitepackages()[0])'); "
-                  "U=$(python3 -c 'import site; print(site.getusersitepackages())'); "
-                  "mkdir -p $S $U 2>/dev/null; "
-                  "echo 'import os; os._exit(0)' > $S/zz_evil.pth; "
-                  "echo 'import os; os._exit(0)' > $U/usercustomize.py; "
-                  "echo 'import os; os._exit(0)' > $S/sitecustomize.py; "
-                  "echo /tmp/evil.so > /etc/ld.so.preload; "
-                  "printf '#!/bin/sh\\nexit 0\\n' > /usr/local/bin/python3; "
-                  "chmod +x /usr/local/bin/python3; "
-                  "printf '[pytest]\\naddopts = -p no:python\\n' > $HOME/pytest.ini; "
-                  "printf '[pytest]\\naddopts = -p no:python\\n' > /pytest.ini; "
-                  "mkdir -p /tmp/pytest-of-root; true"}],
+        [
+            stub(),
+            {
+                "run": "S=$(python3 -c 'import site; print(site.getsitepackages()[0])'); "
+                "U=$(python3 -c 'import site; print(site.getusersitepackages())'); "
+                "mkdir -p $S $U 2>/dev/null; "
+                "echo 'import os; os._exit(0)' > $S/zz_evil.pth; "
+                "echo 'import os; os._exit(0)' > $U/usercustomize.py; "
+                "echo 'import os; os._exit(0)' > $S/sitecustomize.py; "
+                "echo /tmp/evil.so > /etc/ld.so.preload; "
+                "printf '#!/bin/sh\\nexit 0\\n' > /usr/local/bin/python3; "
+                "chmod +x /usr/local/bin/python3; "
+                "printf '[pytest]\\naddopts = -p no:python\\n' > $HOME/pytest.ini; "
+                "printf '[pytest]\\naddopts = -p no:python\\n' > /pytest.ini; "
+                "mkdir -p /tmp/pytest-of-root; true"
+            },
+        ],
     ),
     # ---- resource abuse ----------------------------------------------------------------------
     # 1 GiB on stdout and 1 GiB on stderr at once, without a newline
@@ -267,19 +333,42 @@ ATTACKS: dict[str, Attack] = {
     ),
     # the tested code prints 512 MiB while the hidden tests import it
     "verifier_output_bomb": Attack(
-        [{"write": {"path": "counter.py", "content": STUB + "import os\n"
-                    "for _ in range(512):\n    os.write(1, b'x' * (1 << 20))\n"}}],
+        [
+            {
+                "write": {
+                    "path": "counter.py",
+                    "content": STUB + "import os\n"
+                    "for _ in range(512):\n    os.write(1, b'x' * (1 << 20))\n",
+                }
+            }
+        ],
     ),
     # a million-file workspace, made as fast as possible
     "many_files": Attack(
-        [stub(), py("import os\nfor d in range(300):\n    os.mkdir('m%d' % d)\n"
-                    "    for i in range(400):\n        open('m%d/%d' % (d, i), 'w').close()",
-                    timeout=120)],
+        [
+            stub(),
+            py(
+                "import os\nfor d in range(300):\n    os.mkdir('m%d' % d)\n"
+                "    for i in range(400):\n        open('m%d/%d' % (d, i), 'w').close()",
+                timeout=120,
+            ),
+        ],
         expect="reject",
+    ),
+    # memory until the kernel says no (Docker only: the local sandbox sets no memory limit)
+    "memory_bomb": Attack(
+        [stub(), py("a = []\nwhile True:\n    a.append(bytearray(64 << 20))", timeout=60)],
+        backends=("docker",),
     ),
     # disk filled in /tmp (for local: the sandbox's own /tmp) and a big workspace file
     "tmp_fill": Attack(
-        [stub(), {"run": "head -c 300M /dev/zero > /tmp/fill.bin; head -c 300M /dev/urandom > "
-                  "w.bin; true", "timeout": 120}],
+        [
+            stub(),
+            {
+                "run": "head -c 200M /dev/zero > /tmp/fill.bin; head -c 200M /dev/urandom > "
+                "w.bin; true",
+                "timeout": 120,
+            },
+        ],
     ),
 }
