@@ -30,7 +30,10 @@ class Attack:
     """The attack leaves processes tagged with ``{marker}`` (checked for leaks)."""
     loot: str | None = None
     """A workspace file where the attack puts what it stole; must hold no hidden material."""
-    notes: dict[str, str] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
+    """Task ``[environment]`` limits for this attack (small ones keep the suite fast)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Engine environment for this attack (e.g. the Docker snapshot mode)."""
 
 
 def stub() -> dict:
@@ -204,11 +207,11 @@ ATTACKS: dict[str, Attack] = {
         [
             ORACLE,
             {
-                "run": "(setsid nohup sh -c 'sleep 4; echo broken > counter.py # {marker}' "
+                "run": "(setsid nohup sh -c 'sleep 3; echo broken > counter.py # {marker}' "
                 "> /dev/null 2>&1 < /dev/null &); true"
             },
         ],
-        later=[ORACLE, {"run": "sleep 6"}],
+        later=[ORACLE, {"run": "sleep 4"}],
         expect="pass",
         marker=True,
     ),
@@ -343,22 +346,39 @@ ATTACKS: dict[str, Attack] = {
             }
         ],
     ),
-    # a million-file workspace, made as fast as possible
+    # more files than the task allows, made as fast as possible
     "many_files": Attack(
         [
             stub(),
             py(
-                "import os\nfor d in range(300):\n    os.mkdir('m%d' % d)\n"
-                "    for i in range(400):\n        open('m%d/%d' % (d, i), 'w').close()",
+                "import os\nfor d in range(30):\n    os.mkdir('m%d' % d)\n"
+                "    for i in range(100):\n        open('m%d/%d' % (d, i), 'w').close()",
                 timeout=120,
             ),
         ],
         expect="reject",
+        limits={"max_workspace_files": 2000},
     ),
     # memory until the kernel says no (Docker only: the local sandbox sets no memory limit)
     "memory_bomb": Attack(
         [stub(), py("a = []\nwhile True:\n    a.append(bytearray(64 << 20))", timeout=60)],
         backends=("docker",),
+    ),
+    # the hostile names again through Docker's archive snapshots (tar in and out)
+    "hostile_names_archive": Attack(
+        [
+            ORACLE,
+            py(
+                "import os\n"
+                "for n in [b'\\xff\\xfe.py', b'a\\nb.txt', b'\\xe2\\x80\\xaeyp.tset', b'-rf',"
+                " b'A'*255, b'\\x1b[31mred']:\n"
+                "    open(n, 'wb').write(b'x')\n"
+                "os.symlink('/etc/shadow', 'shadow'); os.mkfifo('fifo')"
+            ),
+        ],
+        expect="pass",
+        backends=("docker",),
+        env={"EVOROUND_DOCKER_SNAPSHOT": "archive"},
     ),
     # disk filled in /tmp (for local: the sandbox's own /tmp) and a big workspace file
     "tmp_fill": Attack(

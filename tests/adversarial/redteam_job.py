@@ -11,6 +11,7 @@ Usage: ``python -m tests.adversarial.redteam_job ATTACK BACKEND WORKDIR``
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from evoround.reports import job_json
 from evoround.results import Mode
 from evoround.scaffolds import ScriptedScaffold, load_script
 from evoround.snapshots import SnapshotStore
@@ -30,7 +32,7 @@ from tests.adversarial.redteam import ATTACKS
 from tests.helpers import COUNTER, run
 
 
-def make_task(base: Path, tests: str, solutions: str) -> Path:
+def make_task(base: Path, tests: str, solutions: str, limits: dict[str, int]) -> Path:
     """The counter task, its hidden tests marked with token ``tests`` and its reference
     files with ``solutions``, committed in a git repository at ``base/repo``."""
     repo = base / "repo"
@@ -81,7 +83,8 @@ def main(name: str, backend: str, work: Path) -> dict:
     marker = f"evoround-rt-{uuid.uuid4().hex[:8]}"
     base = Path("/var/tmp") / f"evoround-rt-{uuid.uuid4().hex[:8]}"
     try:
-        task = make_task(base, token, sol_token)
+        task = make_task(base, token, sol_token, attack.limits)
+        os.environ.update(attack.env)
 
         def fill(steps: list) -> list:
             out = []
@@ -103,6 +106,7 @@ def main(name: str, backend: str, work: Path) -> dict:
                    modes=(Mode.mt,), sandbox=backend, name=job)  # fmt: skip
         wall = time.monotonic() - start
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # the engine's
+        json.dumps(job_json(view))  # the report of a hostile job still renders
         store = SnapshotStore(work / "store")
         oracle = {int(k) for k, steps in rounds.items() if "oracle" in steps}
         records = [
