@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from evoround.sandboxes._protocol import SandboxError
@@ -52,14 +53,24 @@ exec "$@"
 _PROBES: dict[str, bool] = {}
 
 
-def _probe(name: str, argv: list[str]) -> bool:
-    """Whether ``argv`` runs and exits 0 here (asked once per process)."""
+def _probe(name: str, argv: list[str], tries: int = 3) -> bool:
+    """Whether ``argv`` runs and exits 0 here (asked once per process).
+
+    A failure is retried: on a loaded machine one probe can fail (a fork refused for a
+    moment, a slow start), and a wrong "no" would silently downgrade ``auto`` from
+    bubblewrap to unshare (the host's ``/tmp`` visible) or fail a ``bwrap`` job."""
     if name not in _PROBES:
-        try:
-            res = subprocess.run(argv, capture_output=True, timeout=20)
-            _PROBES[name] = res.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _PROBES[name] = False
+        ok = False
+        for attempt in range(tries):
+            try:
+                res = subprocess.run(argv, capture_output=True, timeout=20)
+                ok = res.returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+            if ok:
+                break
+            time.sleep(0.5 * (attempt + 1))
+        _PROBES[name] = ok
     return _PROBES[name]
 
 

@@ -42,8 +42,9 @@ def make_task(base: Path, tests: str, solutions: str, limits: dict[str, int]) ->
         token = tests if "/tests/" in f.as_posix() else solutions
         f.write_text(f.read_text() + f"\n# {token}\n")
     toml = task / "task.toml"
+    extra = "".join(f"\n{k} = {v}" for k, v in limits.items())
     toml.write_text(
-        toml.read_text().replace("verifier_timeout_sec = 60", "verifier_timeout_sec = 30")
+        toml.read_text().replace("verifier_timeout_sec = 60", f"verifier_timeout_sec = 30{extra}")
     )
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
