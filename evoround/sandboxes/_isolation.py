@@ -32,7 +32,8 @@ MECHANISMS = ("bwrap", "unshare", "none")
 
 # Runs as the namespace's first process: cover the hidden paths with empty tmpfs mounts,
 # put this sandbox's own directory back (it may lie under a hidden path), make the covers
-# read-only, then become the command. fd 9 keeps the sandbox directory reachable.
+# read-only, then become the command without any capability (as root it could otherwise
+# umount the covers). fd 9 keeps the sandbox directory reachable.
 NS_SCRIPT = r"""root="$1"; shift
 exec 9<"$root" || exit 125
 hidden=""
@@ -47,6 +48,9 @@ shift
 mkdir -p "$root" && mount --no-canonicalize --bind /proc/self/fd/9 "$root" || exit 125
 exec 9<&-
 for h in $hidden; do mount -o remount,ro evoround-hidden "$h" 2>/dev/null; done
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  exec setpriv --bounding-set=-all --inh-caps=-all -- "$@"
+fi
 exec "$@"
 """
 
@@ -217,7 +221,10 @@ def bwrap_argv(
     """
     tmp = root / "tmp"
     tmp.mkdir(exist_ok=True)
-    out = ["bwrap", "--die-with-parent", "--unshare-ipc"]
+    # --cap-drop ALL: run by root, bwrap keeps nearly every capability for the command,
+    # which could then umount the covers over the hidden task folders, remount, mknod the
+    # host's disk or chattr +i files the engine cannot remove
+    out = ["bwrap", "--die-with-parent", "--unshare-ipc", "--cap-drop", "ALL"]
     if info_fd is not None:  # gets the command's exit code only if the command ran
         out += ["--json-status-fd", str(info_fd)]
     if pid_namespace:

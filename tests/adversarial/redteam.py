@@ -168,6 +168,33 @@ ATTACKS: dict[str, Attack] = {
             },
         ],
     ),
+    # capabilities: an immutable file the engine cannot delete, a device node of the disk
+    "immutable_and_devices": Attack(
+        [
+            stub(),
+            {
+                "run": "echo x > {marker}.lock; chattr +i {marker}.lock; "
+                "mknod disk b 254 0 2>/dev/null; mknod mem c 1 1 2>/dev/null; true"
+            },
+        ],
+        marker=True,
+    ),
+    # uncover the hidden folders: unmount every tmpfs cover, then copy the solution
+    "umount_covers": Attack(
+        [
+            py(
+                "import os, subprocess\n"
+                "for line in open('/proc/self/mountinfo'):\n"
+                "    mp, fs = line.split()[4], line.split(' - ')[1].split()[0]\n"
+                "    if fs == 'tmpfs' and mp != '/' and not mp.startswith(('/dev', '/tmp', '/proc', '/sys')):\n"
+                "        subprocess.run(['umount', '-l', mp], capture_output=True)\n"
+                "src = '{task}/rounds/01/solution/files/counter.py'\n"
+                "try:\n    open('counter.py', 'w').write(open(src).read())\n"
+                "except OSError as e:\n    print('no', e)"
+            )
+        ],
+        backends=("local",),
+    ),
     # ---- background processes racing the snapshot and the verifier -----------------------
     # a double-forked daemon that ignores SIGTERM/SIGHUP and keeps breaking counter.py
     "daemon_breaker": Attack(

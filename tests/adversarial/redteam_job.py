@@ -16,6 +16,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -62,6 +63,12 @@ def _holds(path: Path, token: bytes) -> bool:
                 return True
             tail = chunk[-len(token) :]
     return False
+
+
+def leftovers(marker: str) -> list[Path]:
+    """Files named with ``marker`` still in a local sandbox folder after the job."""
+    base = Path(tempfile.gettempdir()) / "evoround-sandboxes"
+    return list(base.glob(f"*/*/workspace/*{marker}*"))
 
 
 def snapshot_leaks(store: SnapshotStore, snapshot_id: str | None, token: str) -> list[str]:
@@ -133,6 +140,7 @@ def main(name: str, backend: str, work: Path) -> dict:
             "wall": round(wall, 1),
             "rss_mb": rss_mb,
             "processes": processes_with(marker),
+            "leftovers": [str(p) for p in leftovers(marker)],
             "containers": containers,
         }
     finally:

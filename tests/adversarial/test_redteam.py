@@ -61,6 +61,7 @@ def _check(name: str, out: dict) -> None:
     for r in recs:
         assert r["leaked"] == [], out  # hidden material reached a snapshot
     assert out["processes"] == [], out
+    assert out["leftovers"] == [], out  # a sandbox folder the engine could not remove
     assert out["containers"] == [], out
     assert out["rss_mb"] < RSS_LIMIT_MB, out
     assert out["wall"] < WALL_LIMIT_SEC, out
