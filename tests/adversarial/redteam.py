@@ -30,6 +30,8 @@ class Attack:
     """The attack leaves processes tagged with ``{marker}`` (checked for leaks)."""
     loot: str | None = None
     """A workspace file where the attack puts what it stole; must hold no hidden material."""
+    error_has: str = ""
+    """Text the first round's error must contain (the reason it was refused)."""
     limits: dict[str, int] = field(default_factory=dict)
     """Task ``[environment]`` limits for this attack (small ones keep the suite fast)."""
     env: dict[str, str] = field(default_factory=dict)
@@ -134,11 +136,13 @@ ATTACKS: dict[str, Attack] = {
             )
         ],
         backends=("local",),
+        error_has="not a folder",
     ),
     # the same swap, to the whole host: a snapshot of / would copy what the agent cannot see
     "workspace_swap_to_root": Attack(
         [stub(), py("import os\nws=os.getcwd()\nos.rename(ws, ws+'.orig')\nos.symlink('/', ws)")],
         backends=("local",),
+        error_has="not a folder",
     ),
     # files the harness writes or reads by name, planted in the workspace
     "harness_names": Attack(

@@ -55,6 +55,7 @@ def _check(name: str, out: dict) -> None:
         assert attack.expect.startswith("pass"), out  # a forged pass
     if attack.expect == "reject" or (attack.expect == "pass_or_reject" and not r1["passed"]):
         assert r1["error"].startswith("workspace:"), out
+    assert attack.error_has in r1["error"], out
     if attack.later is not None and r1["passed"]:
         assert len(recs) >= 2 and recs[1]["status"] != "infra", out
     assert not any(r["integrity"] for r in recs if attack.expect.startswith("pass")), out
