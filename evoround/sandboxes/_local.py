@@ -59,6 +59,11 @@ ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAM
 """Host variables a sandboxed command inherits; everything else must be passed explicitly."""
 
 
+def _below(p: Path, root: Path) -> bool:
+    """Whether ``p`` is ``root`` or inside it, by name (no link resolved)."""
+    return p == root or root in p.parents
+
+
 def _contains(inner: Path, outer: Path) -> bool:
     """Whether covering ``inner`` would cover ``outer`` (``inner`` is ``outer`` or above it)."""
     try:
@@ -209,8 +214,23 @@ class LocalSandbox(Sandbox):
         self._closed = False
 
     def _resolve(self, path: str) -> Path:
-        p = Path(path)
-        return Path(os.path.normpath(p if p.is_absolute() else Path(self.workdir) / p))
+        """The host path of ``path`` as a command sees it: relative to the workspace; under
+        bubblewrap, ``/tmp`` is the sandbox's own ``tmp`` folder."""
+        p = Path(os.path.normpath(Path(self.workdir) / path))
+        if self.hidden is not None and self.isolation == "bwrap":
+            tmp = Path("/tmp")
+            if (p == tmp or tmp in p.parents) and not _below(p, self.root):
+                return self.root / "tmp" / p.relative_to(tmp)
+        return p
+
+    def _writable(self, target: Path, shown: str) -> Path | None:
+        """``target`` if the engine may write it for a hardened sandbox: below the sandbox
+        (returned), or, under unshare, where the command could write itself (None: write
+        it plainly); else :class:`UnsafeFile`."""
+        if _below(target, self.root) or self.isolation == "bwrap":
+            return write_path(self.root, target, shown)
+        read_path(self.root, target, self.hidden or (), shown, follow=True)  # not hidden
+        return None
 
     def _check_open(self) -> None:
         if self._closed:
@@ -293,8 +313,10 @@ class LocalSandbox(Sandbox):
         target = self._resolve(path)
         raw = data.encode() if isinstance(data, str) else data
         if self.hidden is not None:  # hardened: below the sandbox, through no link
-            write_new(self.root, write_path(self.root, target, path), raw)
-            return
+            inside = self._writable(target, path)
+            if inside is not None:
+                write_new(self.root, inside, raw)
+                return
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(raw)
 
@@ -302,8 +324,10 @@ class LocalSandbox(Sandbox):
         self._check_open()
         target = self._resolve(dest)
         if self.hidden is not None:
-            copy_tree(self.root, Path(src_dir), write_path(self.root, target, dest))
-            return
+            inside = self._writable(target, dest)
+            if inside is not None:
+                copy_tree(self.root, Path(src_dir), inside)
+                return
         shutil.copytree(src_dir, target, dirs_exist_ok=True, symlinks=True)
 
     def snapshot(self, label: SnapshotLabel) -> Snapshot:

@@ -62,6 +62,8 @@ def test_reads_and_writes_stay_in_the_sandbox(tmp_path: Path, outside: Path, mon
         sb.exec("chmod 755 out.txt", timeout=30)
         sb.write_file("out.txt", "again")
         assert os.stat(Path(sb.workdir) / "out.txt").st_mode & 0o777 == 0o755  # mode kept
+        sb.write_file("/tmp/note.sh", "echo hi")  # /tmp as the command sees it (its own)
+        assert sb.exec("sh /tmp/note.sh", timeout=30).stdout == "hi\n"
     assert sorted(os.listdir(victim)) == ["f.txt"]
     assert (victim / "f.txt").read_text() == "orig"
 
