@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from evoround.sandboxes._protocol import SandboxError
@@ -31,7 +32,8 @@ MECHANISMS = ("bwrap", "unshare", "none")
 
 # Runs as the namespace's first process: cover the hidden paths with empty tmpfs mounts,
 # put this sandbox's own directory back (it may lie under a hidden path), make the covers
-# read-only, then become the command. fd 9 keeps the sandbox directory reachable.
+# read-only, then become the command without any capability (as root it could otherwise
+# umount the covers). fd 9 keeps the sandbox directory reachable.
 NS_SCRIPT = r"""root="$1"; shift
 exec 9<"$root" || exit 125
 hidden=""
@@ -46,20 +48,33 @@ shift
 mkdir -p "$root" && mount --no-canonicalize --bind /proc/self/fd/9 "$root" || exit 125
 exec 9<&-
 for h in $hidden; do mount -o remount,ro evoround-hidden "$h" 2>/dev/null; done
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  exec setpriv --bounding-set=-all --inh-caps=-all -- "$@"
+fi
 exec "$@"
 """
 
 _PROBES: dict[str, bool] = {}
 
 
-def _probe(name: str, argv: list[str]) -> bool:
-    """Whether ``argv`` runs and exits 0 here (asked once per process)."""
+def _probe(name: str, argv: list[str], tries: int = 3) -> bool:
+    """Whether ``argv`` runs and exits 0 here (asked once per process).
+
+    A failure is retried: on a loaded machine one probe can fail (a fork refused for a
+    moment, a slow start), and a wrong "no" would silently downgrade ``auto`` from
+    bubblewrap to unshare (the host's ``/tmp`` visible) or fail a ``bwrap`` job."""
     if name not in _PROBES:
-        try:
-            res = subprocess.run(argv, capture_output=True, timeout=20)
-            _PROBES[name] = res.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _PROBES[name] = False
+        ok = False
+        for attempt in range(tries):
+            try:
+                res = subprocess.run(argv, capture_output=True, timeout=20)
+                ok = res.returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+            if ok:
+                break
+            time.sleep(0.5 * (attempt + 1))
+        _PROBES[name] = ok
     return _PROBES[name]
 
 
@@ -206,7 +221,10 @@ def bwrap_argv(
     """
     tmp = root / "tmp"
     tmp.mkdir(exist_ok=True)
-    out = ["bwrap", "--die-with-parent", "--unshare-ipc"]
+    # --cap-drop ALL: run by root, bwrap keeps nearly every capability for the command,
+    # which could then umount the covers over the hidden task folders, remount, mknod the
+    # host's disk or chattr +i files the engine cannot remove
+    out = ["bwrap", "--die-with-parent", "--unshare-ipc", "--cap-drop", "ALL"]
     if info_fd is not None:  # gets the command's exit code only if the command ran
         out += ["--json-status-fd", str(info_fd)]
     if pid_namespace:

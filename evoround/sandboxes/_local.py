@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from evoround.sandboxes._capture import CappedOutput
+from evoround.sandboxes._confine import copy_tree, read_path, write_new, write_path
 from evoround.sandboxes._isolation import (
     bwrap_argv,
     choose_isolation,
@@ -56,6 +57,11 @@ BACKEND = "local"
 
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME", "SHELL")
 """Host variables a sandboxed command inherits; everything else must be passed explicitly."""
+
+
+def _below(p: Path, root: Path) -> bool:
+    """Whether ``p`` is ``root`` or inside it, by name (no link resolved)."""
+    return p == root or root in p.parents
 
 
 def _contains(inner: Path, outer: Path) -> bool:
@@ -208,8 +214,23 @@ class LocalSandbox(Sandbox):
         self._closed = False
 
     def _resolve(self, path: str) -> Path:
-        p = Path(path)
-        return p if p.is_absolute() else Path(self.workdir) / p
+        """The host path of ``path`` as a command sees it: relative to the workspace; under
+        bubblewrap, ``/tmp`` is the sandbox's own ``tmp`` folder."""
+        p = Path(os.path.normpath(Path(self.workdir) / path))
+        if self.hidden is not None and self.isolation == "bwrap":
+            tmp = Path("/tmp")
+            if (p == tmp or tmp in p.parents) and not _below(p, self.root):
+                return self.root / "tmp" / p.relative_to(tmp)
+        return p
+
+    def _writable(self, target: Path, shown: str) -> Path | None:
+        """``target`` if the engine may write it for a hardened sandbox: below the sandbox
+        (returned), or, under unshare, where the command could write itself (None: write
+        it plainly); else :class:`UnsafeFile`."""
+        if _below(target, self.root) or self.isolation == "bwrap":
+            return write_path(self.root, target, shown)
+        read_path(self.root, target, self.hidden or (), shown, follow=True)  # not hidden
+        return None
 
     def _check_open(self) -> None:
         if self._closed:
@@ -282,17 +303,32 @@ class LocalSandbox(Sandbox):
         self, path: str, *, limit: int = READ_LIMIT, follow_symlinks: bool = False
     ) -> bytes:
         self._check_open()
-        return safe_read(self._resolve(path), limit=limit, follow_symlinks=follow_symlinks)
+        target = self._resolve(path)
+        if self.hidden is not None:  # hardened: nothing hidden, no planted link (_confine)
+            target = read_path(self.root, target, self.hidden, path, follow=follow_symlinks)
+        return safe_read(target, limit=limit, follow_symlinks=follow_symlinks)
 
     def write_file(self, path: str, data: str | bytes) -> None:
         self._check_open()
         target = self._resolve(path)
+        raw = data.encode() if isinstance(data, str) else data
+        if self.hidden is not None:  # hardened: below the sandbox, through no link
+            inside = self._writable(target, path)
+            if inside is not None:
+                write_new(self.root, inside, raw)
+                return
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data.encode() if isinstance(data, str) else data)
+        target.write_bytes(raw)
 
     def copy_in(self, src_dir: str, dest: str) -> None:
         self._check_open()
-        shutil.copytree(src_dir, self._resolve(dest), dirs_exist_ok=True, symlinks=True)
+        target = self._resolve(dest)
+        if self.hidden is not None:
+            inside = self._writable(target, dest)
+            if inside is not None:
+                copy_tree(self.root, Path(src_dir), inside)
+                return
+        shutil.copytree(src_dir, target, dirs_exist_ok=True, symlinks=True)
 
     def snapshot(self, label: SnapshotLabel) -> Snapshot:
         self._check_open()
@@ -307,6 +343,27 @@ class LocalSandbox(Sandbox):
             self._closed = True
             shutil.rmtree(self.root, ignore_errors=True)
             self._store.forget(self.workdir)  # its hashes can never be asked for again
+
+
+def git_dirs(path: Path) -> list[Path]:
+    """The git folders of the checkout holding ``path`` (its ``.git``; for a worktree, also
+    the main repository's), if any: they hold every tracked file of the checkout, hidden
+    tests and reference solutions included (``git show HEAD:.../solution/...``)."""
+    with contextlib.suppress(OSError, ValueError):
+        for d in [path, *path.parents]:
+            g = d / ".git"
+            if g.is_dir():
+                return [g]
+            if g.is_file():
+                text = g.read_text(encoding="utf-8", errors="replace").strip()
+                if not text.startswith("gitdir:"):
+                    return []
+                gd = (d / text.split(":", 1)[1].strip()).resolve()
+                common = gd / "commondir"
+                if common.is_file():
+                    return [gd, (gd / common.read_text(encoding="utf-8").strip()).resolve()]
+                return [gd]
+    return []
 
 
 OWNER_FILE = "owner.pid"
@@ -394,6 +451,8 @@ class LocalProvider(SandboxProvider):
             task.path.parent,
             task.path,
             *self._hidden,
+            *git_dirs(library_path()),
+            *git_dirs(task.path),
         ]
         out: list[Path] = []
         for c in cands:

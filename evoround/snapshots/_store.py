@@ -10,6 +10,7 @@ reference state once per machine.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -23,17 +24,27 @@ from pathlib import Path
 from evoround.deadline import check as check_deadline
 from evoround.fileio import atomic_write, file_lock
 from evoround.snapshots._model import Snapshot, SnapshotKind, SnapshotLabel
+from evoround.snapshots._walk import TreeError, walk
 
 HASH_CACHE_ENTRIES = 100_000
 """Files whose hash is remembered (about 30 MB at most): more than a large workspace holds."""
 
 
-def _sha256_file(path: Path) -> str:
+def _sha256_fd(fd: int) -> str:
+    """The sha256 of an open file, read from its start (the descriptor is not closed)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    os.lseek(fd, 0, os.SEEK_SET)
+    while chunk := os.read(fd, 1 << 20):
+        h.update(chunk)
     return h.hexdigest()
+
+
+def _copy_fd(fd: int, dest: Path) -> None:
+    """Copy an open file from its start into a new file ``dest``."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    with open(dest, "xb") as out:
+        while chunk := os.read(fd, 1 << 20):
+            out.write(chunk)
 
 
 class WorkspaceRejected(ValueError):
@@ -133,7 +144,7 @@ class SnapshotStore:
     def _blob(self, digest: str) -> Path:
         return self.root / "blobs" / digest[:2] / digest
 
-    def _cached_hash(self, key: tuple[str, int, int, int, int], full: Path) -> str:
+    def _cached_hash(self, key: tuple[str, int, int, int, int], fd: int) -> str:
         """The file's sha256, from a bounded LRU keyed by path and checked against its stat:
         every attempt works in a new folder, so an unbounded cache would grow with the job."""
         path, stamp = key[0], key[1:]
@@ -142,7 +153,7 @@ class SnapshotStore:
             if hit is not None and hit[0] == stamp:
                 self._hash_cache.move_to_end(path)
                 return hit[1]
-        digest = _sha256_file(full)
+        digest = _sha256_fd(fd)
         with self._hash_lock:
             self._hash_cache[path] = (stamp, digest)
             self._hash_cache.move_to_end(path)
@@ -179,51 +190,52 @@ class SnapshotStore:
 
         Raises :class:`WorkspaceRejected` when the tree has more than ``max_files`` entries
         or ``max_bytes`` of file content (checked before anything big is read), or when a
-        part of it cannot be read (an over-long path): nothing vanishes without an error.
+        part of it cannot be read or written back (a path over ``MAX_PATH_BYTES``, more
+        than ``MAX_DEPTH`` nested folders): nothing vanishes without an error. The tree is
+        walked by descriptor without following any link (see :mod:`._walk`): a workspace
+        folder the agent swapped for a link is refused, not followed.
         """
         entries: list[dict[str, object]] = []
         total = 0
-        for dirpath, dirnames, filenames in os.walk(directory, onerror=_walk_error):
-            if max_files is not None and len(entries) + len(filenames) > max_files:
-                raise WorkspaceRejected(
-                    f"the workspace has more than {max_files} files (the task's "
-                    "max_workspace_files)"
-                )
-            dirnames.sort()
-            rel_dir = os.path.relpath(dirpath, directory)
-            if rel_dir != "." and not filenames and not dirnames:
-                entries.append({"path": Path(rel_dir).as_posix(), "type": "dir"})
-            for name in sorted(
-                filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-            ):
+        try:
+            for e in walk(directory, max_entries=max_files):
                 check_deadline("the snapshot")  # a hostile tree never outlasts the round
-                full = Path(dirpath, name)
-                rel = full.relative_to(directory).as_posix()
-                try:
-                    st = full.lstat()
-                except OSError as e:
-                    _walk_error(e)
-                if stat.S_ISLNK(st.st_mode):
-                    entries.append({"path": rel, "type": "link", "target": os.readlink(full)})
+                if e.kind != "file":
+                    entries.append(
+                        {"path": e.rel, "type": e.kind, "target": e.target}
+                        if e.kind == "link"
+                        else {"path": e.rel, "type": "dir"}
+                    )
                     continue
-                if not stat.S_ISREG(st.st_mode):
-                    continue  # sockets, fifos: not workspace content
+                st = e.st
+                assert st is not None
                 if max_bytes is not None and total + st.st_size > max_bytes:
                     raise WorkspaceRejected(
                         f"the workspace holds more than {max_bytes >> 20} MiB "
-                        f"(at {rel}; the task's max_workspace_mb)"
+                        f"(at {e.rel}; the task's max_workspace_mb)"
                     )
-                key = (str(full), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                digest = self._cached_hash(key, full)
+                key = (os.path.join(directory, e.rel), st.st_size, st.st_mtime_ns,
+                       st.st_ctime_ns, st.st_ino)  # fmt: skip
+                digest = self._cached_hash(key, e.fd)
                 blob = self._blob(digest)
                 if not blob.exists():
                     blob.parent.mkdir(parents=True, exist_ok=True)
                     tmp = blob.with_name(f".{digest}.{uuid.uuid4().hex}.tmp")
-                    shutil.copyfile(full, tmp)
+                    _copy_fd(e.fd, tmp)
                     os.replace(tmp, blob)
                 mode = stat.S_IMODE(st.st_mode) & mode_mask
-                entries.append({"path": rel, "type": "file", "sha256": digest, "mode": mode})
+                entries.append({"path": e.rel, "type": "file", "sha256": digest, "mode": mode})
                 total += st.st_size
+        except TreeError as e:
+            if e.errno == errno.EFBIG:
+                raise WorkspaceRejected(
+                    f"the workspace has more than {max_files} files (the task's "
+                    "max_workspace_files)"
+                ) from None
+            raise WorkspaceRejected(f"{e.strerror}") from None
+        except OSError as e:
+            _walk_error(e)
+        entries.sort(key=lambda x: str(x["path"]))
         body = json.dumps({"entries": entries}, sort_keys=True).encode()
         manifest = hashlib.sha256(body).hexdigest()
         path = self.root / "manifests" / f"{manifest}.json"
