@@ -28,7 +28,7 @@ HASH_CACHE_ENTRIES = 100_000
 """Files whose hash is remembered (about 30 MB at most): more than a large workspace holds."""
 
 
-def _sha256_file(path: Path) -> str:
+def _sha256_file(path: Path | str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -133,7 +133,7 @@ class SnapshotStore:
     def _blob(self, digest: str) -> Path:
         return self.root / "blobs" / digest[:2] / digest
 
-    def _cached_hash(self, key: tuple[str, int, int, int, int], full: Path) -> str:
+    def _cached_hash(self, key: tuple[str, int, int, int, int], full: str) -> str:
         """The file's sha256, from a bounded LRU keyed by path and checked against its stat:
         every attempt works in a new folder, so an unbounded cache would grow with the job."""
         path, stamp = key[0], key[1:]
@@ -183,6 +183,7 @@ class SnapshotStore:
         """
         entries: list[dict[str, object]] = []
         total = 0
+        blobs = str(self.root / "blobs")
         for dirpath, dirnames, filenames in os.walk(directory, onerror=_walk_error):
             if max_files is not None and len(entries) + len(filenames) > max_files:
                 raise WorkspaceRejected(
@@ -193,14 +194,16 @@ class SnapshotStore:
             rel_dir = os.path.relpath(dirpath, directory)
             if rel_dir != "." and not filenames and not dirnames:
                 entries.append({"path": Path(rel_dir).as_posix(), "type": "dir"})
+            prefix = "" if rel_dir == "." else Path(rel_dir).as_posix() + "/"
             for name in sorted(
                 filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
             ):
                 check_deadline("the snapshot")  # a hostile tree never outlasts the round
-                full = Path(dirpath, name)
-                rel = full.relative_to(directory).as_posix()
+                # strings, not Path objects: this loop runs per file at every round boundary
+                full = os.path.join(dirpath, name)
+                rel = prefix + name
                 try:
-                    st = full.lstat()
+                    st = os.lstat(full)
                 except OSError as e:
                     _walk_error(e)
                 if stat.S_ISLNK(st.st_mode):
@@ -213,12 +216,12 @@ class SnapshotStore:
                         f"the workspace holds more than {max_bytes >> 20} MiB "
                         f"(at {rel}; the task's max_workspace_mb)"
                     )
-                key = (str(full), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                key = (full, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 digest = self._cached_hash(key, full)
-                blob = self._blob(digest)
-                if not blob.exists():
-                    blob.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = blob.with_name(f".{digest}.{uuid.uuid4().hex}.tmp")
+                blob = os.path.join(blobs, digest[:2], digest)
+                if not os.path.exists(blob):
+                    os.makedirs(os.path.dirname(blob), exist_ok=True)
+                    tmp = f"{os.path.dirname(blob)}/.{digest}.{uuid.uuid4().hex}.tmp"
                     shutil.copyfile(full, tmp)
                     os.replace(tmp, blob)
                 mode = stat.S_IMODE(st.st_mode) & mode_mask

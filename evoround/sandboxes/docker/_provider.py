@@ -71,6 +71,11 @@ RECYCLE_MIN_BYTES = RECYCLE_WAIT_BYTES
 """A smaller workspace is written whole as fast as a difference: its closed folder is
 recycled (a container start, the dear part) only when spares run short."""
 
+STARTERS = 2
+"""Threads starting spares (a start is mostly the daemon's CPU: more than the cores do not help)."""
+REMOVERS = 2
+"""Threads removing closed containers and recycling their folders."""
+
 _LIVE_PROVIDERS: weakref.WeakSet[DockerProvider] = weakref.WeakSet()
 
 
@@ -135,7 +140,15 @@ class DockerProvider(SandboxProvider):
         self._pool = SparePool()
         self._pending: set[Future[Any]] = set()
         self._created_images: list[str] = []
-        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evoround-docker")
+        self._executor = ThreadPoolExecutor(
+            max_workers=STARTERS, thread_name_prefix="evoround-docker"
+        )
+        self._removals = ThreadPoolExecutor(
+            max_workers=REMOVERS, thread_name_prefix="evoround-docker-rm"
+        )
+        """Removals have their own threads: a burst of closes (a task's SR rounds opening one
+        after another once their references exist) is not queued behind spare starts, and
+        vice versa."""
         self._ncpu: float | None = None
         self._closed = False
         _LIVE_PROVIDERS.add(self)
@@ -336,10 +349,10 @@ class DockerProvider(SandboxProvider):
         if spare.folder is not None:
             self._drop(spare.folder)
 
-    def _submit(self, fn: Callable[[], None]) -> bool:
+    def _submit(self, fn: Callable[[], None], *, removal: bool = False) -> bool:
         """Run ``fn`` in the background; False if that is impossible (interpreter exit)."""
         try:
-            fut = self._executor.submit(fn)
+            fut = (self._removals if removal else self._executor).submit(fn)
         except RuntimeError:
             return False
         with self._lock:
@@ -366,13 +379,8 @@ class DockerProvider(SandboxProvider):
         wait = RECYCLE_WAIT_SEC if size >= RECYCLE_WAIT_BYTES else 0.0
         spare = self._pool.take(key, want, parent, wait=wait)
         if spare is not None:
-            try:
-                new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
-                self.client.api.rename(spare.container_id, new_name)
-            except docker.errors.APIError:
-                self._remove_spare(spare)
-                spare = None
-        if spare is None:
+            self._rename_later(spare.container_id, name)
+        else:
             folder = HostFolder(self._ws_root, self.job) if self._ws_root else None
             try:
                 spare = Spare(self._start_container(task, image, name, name, folder), folder)
@@ -386,6 +394,18 @@ class DockerProvider(SandboxProvider):
             # the other is recycled (one full copy, off the hot path)
             self._refill(key, task, image, want)
         return spare
+
+    def _rename_later(self, cid: str, name: str) -> None:
+        """Give a taken spare its sandbox's name, in the background: the name is for people
+        reading ``docker ps`` (labels, fixed at creation, are what cleanup goes by), so the
+        clone does not wait for that API round trip."""
+        new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
+
+        def work() -> None:
+            with contextlib.suppress(docker.errors.APIError):
+                self.client.api.rename(cid, new_name)
+
+        self._submit(work, removal=True)
 
     def expect(self, task: Task, count: int) -> None:
         """Start spares for ``count`` announced creations of ``task`` in the background (commit
@@ -518,7 +538,7 @@ class DockerProvider(SandboxProvider):
                 with self._lock:
                     self._live.pop(sb.container_id, None)
 
-        if self._closed or not self._submit(work):
+        if self._closed or not self._submit(work, removal=True):
             work()
 
     def _drop(self, folder: HostFolder) -> None:
@@ -567,6 +587,7 @@ class DockerProvider(SandboxProvider):
         _LIVE_PROVIDERS.discard(self)
         self.wait_idle()
         self._executor.shutdown(wait=True)
+        self._removals.shutdown(wait=True)
         with self._lock:
             live = list(self._live.values())
         for sb in live:
