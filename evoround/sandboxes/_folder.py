@@ -47,6 +47,16 @@ class WrittenFolder:
             touched = set(_walk(self.ws))
         self._restamp(touched)
         self.holds = self.written = manifest
+        self._seed(store)
+
+    def _seed(self, store: SnapshotStore) -> None:
+        """Tell the store's hash cache what every file here holds (see ``remember``)."""
+        if not self.written:
+            return
+        for e in store.manifest(self.written):
+            st = self._stamp.get(str(e["path"]))
+            if e["type"] == "file" and st is not None and stat.S_ISREG(st[0]):
+                store.remember(os.path.join(self.ws, str(e["path"])), st[1:], str(e["sha256"]))
 
     def _restamp(self, paths: set[str]) -> None:
         for rel in paths:

@@ -88,3 +88,20 @@ def test_persistent_or_unhardened_providers_never_recycle(tmp_path: Path, task: 
             assert not p.recycles
         finally:
             p.close()
+
+
+def test_a_sandbox_written_from_a_snapshot_is_not_hashed_again_yet_sees_every_change(
+    provider: LocalProvider, task: Task
+):
+    with provider.create(task, "tiny/mt-01") as sb:
+        sb.exec("echo aaaa > f.txt && echo keep > g.txt && touch -d '2001-01-01' f.txt")
+        first = sb.snapshot(label(task, 1))
+    with provider.create(task, "tiny/sr-02", first) as sb:
+        cache = provider.store._hash_cache
+        g = {str(e["path"]): e for e in provider.store.manifest(first.locator)}["g.txt"]
+        assert cache[f"{sb.workdir}/g.txt"][1] == g["sha256"], "seeded when written"
+        sb.exec("touch -r f.txt ref && echo bbbb > f.txt && touch -r ref f.txt && rm ref")
+        second = sb.snapshot(label(task, 2, first.id))
+    assert second.locator != first.locator
+    with provider.create(task, "tiny/verify", second) as clone:
+        assert clone.read_file("f.txt") == b"bbbb\n"
