@@ -19,8 +19,9 @@ Hostile-file safety, since the host now reads what an untrusted root process wro
   (``EXDEV``), and mounts made in the container do not propagate to the host;
 - a folder is written by the host only before its container starts or while it is
   untouched (a spare), or after its container is gone: a clone's folder is then *recycled*
-  (:meth:`WrittenFolder.repair`, shared with local sandboxes): every entry whose ``lstat`` differs from what the host wrote
-  (ctime included, which no one can set back) is removed and rewritten from the store,
+  (:meth:`WrittenFolder.repair`, shared with local sandboxes): every entry whose ``lstat``
+  differs from what the host wrote (ctime included, which no one can set back) is removed
+  and rewritten from the store,
   anything new is removed, so the folder again holds exactly the snapshot and serves the
   next clone, which then writes only what the next round changed. Writes never go through
   an existing entry (it may be a hard link the container made); ``rmtree`` never follows
