@@ -506,15 +506,17 @@ class LocalProvider(SandboxProvider):
         folder = sb.folder
         if folder is None:
             return
-        keep = Path(tempfile.mkdtemp(prefix="recycled-", dir=self.base_dir))
+        keep: Path | None = None
         try:
+            keep = Path(tempfile.mkdtemp(prefix="recycled-", dir=self.base_dir))
             os.rename(folder.ws, keep / "ws")
             folder.ws = keep / "ws"
             ok = folder.repair(self.store)
-        except OSError:
-            ok = False
+        except Exception:  # noqa: BLE001 - a round's deadline, a provider closed meanwhile
+            ok = False  # never the close's failure: the folder is simply not kept
         if not ok:
-            shutil.rmtree(keep, ignore_errors=True)
+            if keep is not None:
+                shutil.rmtree(keep, ignore_errors=True)
             return
         with self._lock:
             self._recycled.append(folder)
