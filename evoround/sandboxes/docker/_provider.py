@@ -13,6 +13,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,11 +71,6 @@ RECYCLE_WAIT_BYTES = 16 << 20
 RECYCLE_MIN_BYTES = RECYCLE_WAIT_BYTES
 """A smaller workspace is written whole as fast as a difference: its closed folder is
 recycled (a container start, the dear part) only when spares run short."""
-
-STARTERS = 2
-"""Threads starting spares (a start is mostly the daemon's CPU: more than the cores do not help)."""
-REMOVERS = 2
-"""Threads removing closed containers and recycling their folders."""
 
 _LIVE_PROVIDERS: weakref.WeakSet[DockerProvider] = weakref.WeakSet()
 
@@ -140,15 +136,10 @@ class DockerProvider(SandboxProvider):
         self._pool = SparePool()
         self._pending: set[Future[Any]] = set()
         self._created_images: list[str] = []
-        self._executor = ThreadPoolExecutor(
-            max_workers=STARTERS, thread_name_prefix="evoround-docker"
-        )
-        self._removals = ThreadPoolExecutor(
-            max_workers=REMOVERS, thread_name_prefix="evoround-docker-rm"
-        )
-        """Removals have their own threads: a burst of closes (a task's SR rounds opening one
-        after another once their references exist) is not queued behind spare starts, and
-        vice versa."""
+        self._executor = ThreadPoolExecutor(2, thread_name_prefix="evoround-docker")
+        # removals (and renames) have their own threads: a burst of closes (a task's SR rounds
+        # opening one after another) does not queue behind spare starts, nor they behind it
+        self._removals = ThreadPoolExecutor(2, thread_name_prefix="evoround-docker-rm")
         self._ncpu: float | None = None
         self._closed = False
         _LIVE_PROVIDERS.add(self)
@@ -365,21 +356,17 @@ class DockerProvider(SandboxProvider):
             self._pending.discard(fut)
 
     def _acquire(
-        self,
-        task: Task,
-        image: str,
-        name: str,
-        want: str | None = None,
-        parent: str | None = None,
-        size: int = 0,
-    ) -> Spare:
+        self, task: Task, image: str, name: str,
+        want: str | None = None, parent: str | None = None, size: int = 0,
+    ) -> Spare:  # fmt: skip
         """A started container of ``image``: a prestarted spare when one is ready (with host
         folders, preferably one already holding ``want`` or its ``parent``)."""
         key = self._pool_key(task, image)
         wait = RECYCLE_WAIT_SEC if size >= RECYCLE_WAIT_BYTES else 0.0
         spare = self._pool.take(key, want, parent, wait=wait)
-        if spare is not None:
-            self._rename_later(spare.container_id, name)
+        if spare is not None:  # its sandbox's name, for `docker ps`: off the clone's path
+            new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
+            self._submit(partial(self._rename, spare.container_id, new_name), removal=True)
         else:
             folder = HostFolder(self._ws_root, self.job) if self._ws_root else None
             try:
@@ -395,17 +382,9 @@ class DockerProvider(SandboxProvider):
             self._refill(key, task, image, want)
         return spare
 
-    def _rename_later(self, cid: str, name: str) -> None:
-        """Give a taken spare its sandbox's name, in the background: the name is for people
-        reading ``docker ps`` (labels, fixed at creation, are what cleanup goes by), so the
-        clone does not wait for that API round trip."""
-        new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
-
-        def work() -> None:
-            with contextlib.suppress(docker.errors.APIError):
-                self.client.api.rename(cid, new_name)
-
-        self._submit(work, removal=True)
+    def _rename(self, cid: str, new_name: str) -> None:
+        with contextlib.suppress(docker.errors.APIError):  # gone already: nothing to name
+            self.client.api.rename(cid, new_name)
 
     def expect(self, task: Task, count: int) -> None:
         """Start spares for ``count`` announced creations of ``task`` in the background (commit
