@@ -477,6 +477,8 @@ class LocalProvider(SandboxProvider):
             folder.write(self.store, snapshot.locator, None)
         else:
             os.rename(folder.ws, ws)  # the same file system: entries and their stamps stay
+            with contextlib.suppress(OSError):
+                folder.ws.parent.rmdir()  # the empty recycled-* holder
             folder.ws = ws
             folder.write(self.store, snapshot.locator, folder.holds or None)
         folder.written_bytes = snapshot.size_bytes

@@ -55,6 +55,7 @@ def test_recycled_workspace_is_repaired_to_its_snapshot(provider: LocalProvider,
     assert [f.holds for f in provider._recycled] == [snap.locator], "recycled, repaired"
     with provider.create(task, "tiny/verify-2", snap) as clone:
         assert not provider._recycled, "the next sandbox took the recycled folder"
+        assert not list(provider.base_dir.glob("recycled-*")), "and its holder is gone"
         assert clone.exec(["sh", "-c", LISTING]).stdout == want
         assert clone.read_file("w") == b"3\n"
 
