@@ -57,10 +57,14 @@ def reference_snapshot(
                 start = j
                 break
         wanted: Snapshot | None = None
+        # SR rounds round_index+1 .. last+1 each open a sandbox once this returns: their
+        # starts overlap the chain (and the start of the chain's own sandbox) instead of
+        # following it one by one. Announced again once the chain has its sandbox: if that
+        # took a ready spare, one more is started (the announcement only ever tops up)
+        sr_rounds = last - round_index + 1
+        provider.expect(task, sr_rounds)
         with provider.create(task, f"{task.name}/reference", base) as sb:
-            # SR rounds round_index+1 .. last+1 each open a sandbox once this returns:
-            # their starts overlap the chain instead of following it one by one
-            provider.expect(task, last - round_index + 1)
+            provider.expect(task, sr_rounds)
             snap = base
             for j in range(start + 1, last + 1):
                 cached = _cached(task, j, provider, store)

@@ -31,11 +31,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from evoround.sandboxes._capture import CappedOutput
 from evoround.sandboxes._confine import copy_tree, read_path, write_new, write_path
+from evoround.sandboxes._folder import WrittenFolder
 from evoround.sandboxes._isolation import (
     bwrap_argv,
     choose_isolation,
@@ -54,6 +56,12 @@ from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task, resolve_host_env
 
 BACKEND = "local"
+
+RECYCLE_MIN_BYTES = 16 << 20
+"""A closed sandbox's workspace is recycled (see :meth:`LocalProvider._recycle`) only when
+its snapshot is at least this big: a smaller one is written whole as fast as a difference."""
+MAX_RECYCLED = 2
+"""Recycled workspace folders a provider keeps (the oldest goes first)."""
 
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME", "SHELL")
 """Host variables a sandboxed command inherits; everything else must be passed explicitly."""
@@ -206,6 +214,10 @@ class LocalSandbox(Sandbox):
         self.isolation = isolation if hidden is not None else "none"
         """How commands are isolated: ``bwrap``, ``unshare`` or ``none`` (see ``_isolation``)."""
         self.pid_namespace = pid_namespace
+        self.folder: WrittenFolder | None = None
+        """The workspace as the provider wrote it from a snapshot (None: not from one)."""
+        self.on_close: Callable[[LocalSandbox], None] | None = None
+        """The provider's chance to keep the workspace (recycling) before the rest goes."""
         self.workdir = str(root / "workspace")
         self.scratch = str(root / "scratch")
         self.python = sys.executable
@@ -341,6 +353,8 @@ class LocalSandbox(Sandbox):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self.on_close is not None:
+                self.on_close(self)
             shutil.rmtree(self.root, ignore_errors=True)
             self._store.forget(self.workdir)  # its hashes can never be asked for again
 
@@ -437,6 +451,8 @@ class LocalProvider(SandboxProvider):
         self.harden = self.isolation != "none"
         self.persistent = persistent
         self._hidden = [Path(p) for p in hidden or []]
+        self._recycled: list[WrittenFolder] = []
+        self._lock = threading.Lock()
 
     def hidden_paths(self, task: Task) -> tuple[Path, ...]:
         """What a hardened command must not see (existing paths only, outermost first)."""
@@ -497,6 +513,75 @@ class LocalProvider(SandboxProvider):
                 raise SandboxError(
                     f"snapshot {snapshot.id}: content missing from {store.root}"
                 ) from None
-            shutil.rmtree(sb.workdir)
-            store.materialize(snapshot.locator, Path(sb.workdir))
+            self._write_workspace(sb, snapshot)
         return sb
+
+    @property
+    def recycles(self) -> bool:
+        """Whether closed workspaces may be recycled: only with bubblewrap and a pid
+        namespace per command, where nothing a command started outlives it and its own
+        folder is the only place it can write (so no hard link into the workspace can be
+        kept anywhere a later command reaches; unshare leaves the host writable)."""
+        return self.isolation == "bwrap" and not self.persistent
+
+    def _write_workspace(self, sb: LocalSandbox, snapshot: Snapshot) -> None:
+        """The snapshot into the new sandbox's workspace: from a recycled folder holding it
+        or its parent when one is kept (only the difference is written), else whole."""
+        folder = self._take_recycled(snapshot)
+        ws = Path(sb.workdir)
+        ws.rmdir()
+        if folder is None:
+            folder = WrittenFolder(ws)
+            ws.mkdir()
+            folder.write(self.store, snapshot.locator, None)
+        else:
+            os.rename(folder.ws, ws)  # the same file system: entries and their stamps stay
+            with contextlib.suppress(OSError):
+                folder.ws.parent.rmdir()  # the empty recycled-* holder
+            folder.ws = ws
+            folder.write(self.store, snapshot.locator, folder.holds or None)
+        folder.written_bytes = snapshot.size_bytes
+        folder.holds = None  # the sandbox may change it from now on
+        sb.folder = folder
+        if self.recycles and snapshot.size_bytes >= RECYCLE_MIN_BYTES:
+            sb.on_close = self._recycle
+
+    def _take_recycled(self, snapshot: Snapshot) -> WrittenFolder | None:
+        parent = None
+        if snapshot.parent:
+            with contextlib.suppress(KeyError):
+                parent = self.store.get(snapshot.parent).locator
+        with self._lock:
+            for want in (snapshot.locator, parent):
+                for f in self._recycled:
+                    if want and f.holds == want:
+                        self._recycled.remove(f)
+                        return f
+            return self._recycled.pop() if self._recycled else None
+
+    def _recycle(self, sb: LocalSandbox) -> None:
+        """A closed sandbox's workspace (its commands all dead: see :attr:`recycles`), moved
+        out of the sandbox and repaired to its snapshot (:meth:`WrittenFolder.repair`), for
+        the next sandbox of a child snapshot: a round boundary then writes what the round
+        changed instead of the whole workspace, and deletes nothing big."""
+        folder = sb.folder
+        if folder is None:
+            return
+        keep: Path | None = None
+        try:
+            keep = Path(tempfile.mkdtemp(prefix="recycled-", dir=self.base_dir))
+            os.rename(folder.ws, keep / "ws")
+            folder.ws = keep / "ws"
+            ok = folder.repair(self.store)
+        except Exception:  # noqa: BLE001 - a round's deadline, a provider closed meanwhile
+            ok = False  # never the close's failure: the folder is simply not kept
+        if not ok:
+            if keep is not None:
+                shutil.rmtree(keep, ignore_errors=True)
+            return
+        with self._lock:
+            self._recycled.append(folder)
+            old = self._recycled[:-MAX_RECYCLED]
+            del self._recycled[: len(old)]
+        for f in old:
+            shutil.rmtree(f.ws.parent, ignore_errors=True)

@@ -161,6 +161,18 @@ class SnapshotStore:
                 self._hash_cache.popitem(last=False)
         return digest
 
+    def remember(self, path: str, stamp: tuple[int, int, int, int], digest: str) -> None:
+        """Seed the hash cache: the host just wrote ``path`` from blob ``digest`` and its
+        ``(size, mtime_ns, ctime_ns, inode)`` is ``stamp``. The next snapshot of a workspace
+        written from the store (an SR round's, a clone's) then hashes only what changed
+        since, not the whole tree once more. Safe for the reason the cache is: no one can
+        change the content without changing the ctime."""
+        with self._hash_lock:
+            self._hash_cache[path] = (stamp, digest)
+            self._hash_cache.move_to_end(path)
+            if len(self._hash_cache) > HASH_CACHE_ENTRIES:
+                self._hash_cache.popitem(last=False)
+
     def forget(self, directory: Path | str) -> None:
         """Drop the remembered hashes of files under ``directory`` (a workspace being deleted).
 

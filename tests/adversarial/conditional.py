@@ -5,7 +5,7 @@ import nothing of its own. Each attack here forges only for tests whose module i
 agent's module (or lets the tests pass for real by patching them, or by returning results
 that compare equal to anything), so the plain control alone would never notice. They are
 the content of the module the task's hidden tests import (``counter.py``, or ``calc.py`` for
-the unittest-style task in ``tasks/unitcalc``).
+the unittest-style task in ``tests/fixtures/tasks/unitcalc``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import yaml
 from evoround.scaffolds import ScriptedScaffold, load_script
 from tests.adversarial.attacks import STUB
 
-UNITCALC = Path(__file__).parent / "tasks" / "unitcalc"
+UNITCALC = Path(__file__).parents[1] / "fixtures" / "tasks" / "unitcalc"
 
 # True for a test item whose module imported this module (or a name defined in it).
 _MINE = """

@@ -19,8 +19,9 @@ Hostile-file safety, since the host now reads what an untrusted root process wro
   (``EXDEV``), and mounts made in the container do not propagate to the host;
 - a folder is written by the host only before its container starts or while it is
   untouched (a spare), or after its container is gone: a clone's folder is then *recycled*
-  (:meth:`HostFolder.repair`): every entry whose ``lstat`` differs from what the host wrote
-  (ctime included, which no one can set back) is removed and rewritten from the store,
+  (:meth:`WrittenFolder.repair`, shared with local sandboxes): every entry whose ``lstat``
+  differs from what the host wrote (ctime included, which no one can set back) is removed
+  and rewritten from the store,
   anything new is removed, so the folder again holds exactly the snapshot and serves the
   next clone, which then writes only what the next round changed. Writes never go through
   an existing entry (it may be a hard link the container made); ``rmtree`` never follows
@@ -36,7 +37,6 @@ import contextlib
 import itertools
 import os
 import shutil
-import stat
 import tarfile
 import tempfile
 import threading
@@ -45,11 +45,10 @@ from pathlib import Path
 
 import docker.errors
 
+from evoround.sandboxes._folder import WrittenFolder
 from evoround.sandboxes._local import OWNER_FILE, sweep_orphans
 from evoround.sandboxes.docker._archive import _extract_workspace
 from evoround.snapshots import Snapshot, SnapshotStore
-
-Stat = tuple[int, int, int, int, int]
 
 SUBDIR = "docker-workspaces"
 MODE_MASK = 0o755
@@ -146,32 +145,14 @@ class ImageFacts:
         os.chmod(folder, mode)
 
 
-class HostFolder:
-    """One container's workspace folder and what it holds (a manifest, or None: unknown)."""
+class HostFolder(WrittenFolder):
+    """One container's workspace folder (``<path>/ws``, bind-mounted at the workdir)."""
 
     def __init__(self, root: Path, job: str) -> None:
         self.path = Path(tempfile.mkdtemp(prefix=f"{job}-", dir=root))
         (self.path / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
-        self.ws = self.path / "ws"
+        super().__init__(self.path / "ws")
         self.ws.mkdir()
-        self.holds: str | None = ""
-        """The manifest the folder holds exactly as the host wrote it ("" = empty), or None
-        once a container may have changed it (then only emptying it first is safe)."""
-        self.written: str | None = None
-        """The manifest last written here (kept while a container uses the folder)."""
-        self.written_bytes = 0
-        """The size of the snapshot last written (small ones are not worth recycling)."""
-        self._stamp: dict[str, Stat] = {}
-        """``lstat`` of every entry as the host left it (the evidence :meth:`repair` uses)."""
-
-    def write(self, store: SnapshotStore, manifest: str, over: str | None) -> None:
-        """Make the folder hold ``manifest`` (``over``: what it holds now, or None: empty)."""
-        touched = store.materialize(manifest, self.ws, over=over)
-        if over is None:
-            self._stamp = {}
-            touched = set(_walk(self.ws))
-        self._restamp(touched)
-        self.holds = self.written = manifest
 
     def fill(
         self, store: SnapshotStore, snapshot: Snapshot | None, image_ws: str, workspace: Path
@@ -192,59 +173,6 @@ class HostFolder:
                 shutil.copytree(workspace, self.ws, dirs_exist_ok=True, symlinks=True)
         self.holds = None  # the container may change it from now on
 
-    def _restamp(self, paths: set[str]) -> None:
-        for rel in paths:
-            st = _lstat(self.ws / rel)
-            if st is None:
-                self._stamp.pop(rel, None)
-            else:
-                self._stamp[rel] = st
-            parent = os.path.dirname(rel)
-            while parent:  # a parent created on the way
-                if parent not in self._stamp:
-                    pst = _lstat(self.ws / parent)
-                    if pst is not None:
-                        self._stamp[parent] = pst
-                parent = os.path.dirname(parent)
-
-    def repair(self, store: SnapshotStore) -> bool:
-        """After the container is gone: back to exactly ``written`` (see the module doc).
-        Returns False when there is nothing known to go back to."""
-        if not self.written:
-            return False
-        found = _walk(self.ws)
-        stale: set[str] = set()
-        for rel in sorted(found, reverse=True):  # children before their directory
-            st = _lstat(self.ws / rel)
-            if st is None or self._stamp.get(rel) != st:
-                if (
-                    rel in self._stamp
-                    and st is not None
-                    and _is_dir(st)
-                    and _is_dir(self._stamp[rel])
-                ):
-                    continue  # a directory's times change with its entries: checked one by one
-                _remove(self.ws / rel)
-                stale.add(rel)
-        stale |= set(self._stamp) - set(found)
-        for rel in stale:
-            self._stamp.pop(rel, None)
-        touched = store.materialize(
-            self.written, self.ws, over=self.written, stale=frozenset(stale)
-        )
-        self._restamp(touched)
-        self.holds = self.written
-        return True
-
-    def clear(self) -> None:
-        """Empty the workspace; the folder itself stays (it is the container's mount)."""
-        for child in os.scandir(self.ws):
-            if child.is_dir(follow_symlinks=False):
-                shutil.rmtree(child.path, ignore_errors=True)
-            else:
-                os.unlink(child.path)
-        self.holds = ""
-
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
@@ -255,33 +183,3 @@ def _empty_manifest(store: SnapshotStore) -> str:
         return store.capture_dir(tmp)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _walk(root: Path) -> set[str]:
-    """Every entry under ``root`` (relative paths); links are listed, never followed."""
-    out: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        for name in dirnames + filenames:
-            out.add(name if rel == "." else f"{rel}/{name}")
-    return out
-
-
-def _lstat(path: Path) -> Stat | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def _is_dir(st: Stat) -> bool:
-    return stat.S_ISDIR(st[0])
-
-
-def _remove(path: Path) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)

@@ -13,6 +13,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,10 @@ class DockerProvider(SandboxProvider):
         self._pool = SparePool()
         self._pending: set[Future[Any]] = set()
         self._created_images: list[str] = []
-        self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evoround-docker")
+        self._executor = ThreadPoolExecutor(2, thread_name_prefix="evoround-docker")
+        # removals (and renames) have their own threads: a burst of closes (a task's SR rounds
+        # opening one after another) does not queue behind spare starts, nor they behind it
+        self._removals = ThreadPoolExecutor(2, thread_name_prefix="evoround-docker-rm")
         self._ncpu: float | None = None
         self._closed = False
         _LIVE_PROVIDERS.add(self)
@@ -336,10 +340,10 @@ class DockerProvider(SandboxProvider):
         if spare.folder is not None:
             self._drop(spare.folder)
 
-    def _submit(self, fn: Callable[[], None]) -> bool:
+    def _submit(self, fn: Callable[[], None], *, removal: bool = False) -> bool:
         """Run ``fn`` in the background; False if that is impossible (interpreter exit)."""
         try:
-            fut = self._executor.submit(fn)
+            fut = (self._removals if removal else self._executor).submit(fn)
         except RuntimeError:
             return False
         with self._lock:
@@ -352,27 +356,18 @@ class DockerProvider(SandboxProvider):
             self._pending.discard(fut)
 
     def _acquire(
-        self,
-        task: Task,
-        image: str,
-        name: str,
-        want: str | None = None,
-        parent: str | None = None,
-        size: int = 0,
-    ) -> Spare:
+        self, task: Task, image: str, name: str,
+        want: str | None = None, parent: str | None = None, size: int = 0,
+    ) -> Spare:  # fmt: skip
         """A started container of ``image``: a prestarted spare when one is ready (with host
         folders, preferably one already holding ``want`` or its ``parent``)."""
         key = self._pool_key(task, image)
         wait = RECYCLE_WAIT_SEC if size >= RECYCLE_WAIT_BYTES else 0.0
         spare = self._pool.take(key, want, parent, wait=wait)
-        if spare is not None:
-            try:
-                new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
-                self.client.api.rename(spare.container_id, new_name)
-            except docker.errors.APIError:
-                self._remove_spare(spare)
-                spare = None
-        if spare is None:
+        if spare is not None:  # its sandbox's name, for `docker ps`: off the clone's path
+            new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
+            self._submit(partial(self._rename, spare.container_id, new_name), removal=True)
+        else:
             folder = HostFolder(self._ws_root, self.job) if self._ws_root else None
             try:
                 spare = Spare(self._start_container(task, image, name, name, folder), folder)
@@ -386,6 +381,10 @@ class DockerProvider(SandboxProvider):
             # the other is recycled (one full copy, off the hot path)
             self._refill(key, task, image, want)
         return spare
+
+    def _rename(self, cid: str, new_name: str) -> None:
+        with contextlib.suppress(docker.errors.APIError):  # gone already: nothing to name
+            self.client.api.rename(cid, new_name)
 
     def expect(self, task: Task, count: int) -> None:
         """Start spares for ``count`` announced creations of ``task`` in the background (commit
@@ -518,7 +517,7 @@ class DockerProvider(SandboxProvider):
                 with self._lock:
                     self._live.pop(sb.container_id, None)
 
-        if self._closed or not self._submit(work):
+        if self._closed or not self._submit(work, removal=True):
             work()
 
     def _drop(self, folder: HostFolder) -> None:
@@ -567,6 +566,7 @@ class DockerProvider(SandboxProvider):
         _LIVE_PROVIDERS.discard(self)
         self.wait_idle()
         self._executor.shutdown(wait=True)
+        self._removals.shutdown(wait=True)
         with self._lock:
             live = list(self._live.values())
         for sb in live:

@@ -1,0 +1,142 @@
+"""A workspace folder the host wrote from the snapshot store, and how to put it back.
+
+A host-written folder is *recycled* after its sandbox is gone instead of deleted and
+written again: :meth:`WrittenFolder.repair` removes every entry whose ``lstat`` differs
+from what the host wrote (ctime included, which no one can set back) and anything new,
+then rewrites those from the store, so the folder again holds exactly the snapshot and the
+next sandbox of a child snapshot gets it by writing only what that round changed. Writes
+never go through an existing entry (it may be a hard link someone made); ``rmtree`` never
+follows links. Used by Docker host-folder workspaces and by local sandboxes (see the
+callers for when recycling is safe: nothing the sandbox ran may still be alive, and nothing
+it could reach may hold a hard link into the folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from evoround.snapshots import SnapshotStore
+
+Stat = tuple[int, int, int, int, int]
+
+
+class WrittenFolder:
+    """A workspace folder and what it holds (a manifest, or None: unknown)."""
+
+    def __init__(self, ws: Path) -> None:
+        self.ws = ws
+        self.holds: str | None = ""
+        """The manifest the folder holds exactly as the host wrote it ("" = empty), or None
+        once a sandbox may have changed it (then only emptying it first is safe)."""
+        self.written: str | None = None
+        """The manifest last written here (kept while a sandbox uses the folder)."""
+        self.written_bytes = 0
+        """The size of the snapshot last written (small ones are not worth recycling)."""
+        self._stamp: dict[str, Stat] = {}
+        """``lstat`` of every entry as the host left it (the evidence :meth:`repair` uses)."""
+
+    def write(self, store: SnapshotStore, manifest: str, over: str | None) -> None:
+        """Make the folder hold ``manifest`` (``over``: what it holds now, or None: empty)."""
+        touched = store.materialize(manifest, self.ws, over=over)
+        if over is None:
+            self._stamp = {}
+            touched = set(_walk(self.ws))
+        self._restamp(touched)
+        self.holds = self.written = manifest
+        self._seed(store)
+
+    def _seed(self, store: SnapshotStore) -> None:
+        """Tell the store's hash cache what every file here holds (see ``remember``)."""
+        if not self.written:
+            return
+        for e in store.manifest(self.written):
+            st = self._stamp.get(str(e["path"]))
+            if e["type"] == "file" and st is not None and stat.S_ISREG(st[0]):
+                store.remember(os.path.join(self.ws, str(e["path"])), st[1:], str(e["sha256"]))
+
+    def _restamp(self, paths: set[str]) -> None:
+        for rel in paths:
+            st = _lstat(self.ws / rel)
+            if st is None:
+                self._stamp.pop(rel, None)
+            else:
+                self._stamp[rel] = st
+            parent = os.path.dirname(rel)
+            while parent:  # a parent created on the way
+                if parent not in self._stamp:
+                    pst = _lstat(self.ws / parent)
+                    if pst is not None:
+                        self._stamp[parent] = pst
+                parent = os.path.dirname(parent)
+
+    def repair(self, store: SnapshotStore) -> bool:
+        """After the container is gone: back to exactly ``written`` (see the module doc).
+        Returns False when there is nothing known to go back to."""
+        if not self.written:
+            return False
+        found = _walk(self.ws)
+        stale: set[str] = set()
+        for rel in sorted(found, reverse=True):  # children before their directory
+            st = _lstat(self.ws / rel)
+            if st is None or self._stamp.get(rel) != st:
+                if (
+                    rel in self._stamp
+                    and st is not None
+                    and _is_dir(st)
+                    and _is_dir(self._stamp[rel])
+                ):
+                    continue  # a directory's times change with its entries: checked one by one
+                _remove(self.ws / rel)
+                stale.add(rel)
+        stale |= set(self._stamp) - set(found)
+        for rel in stale:
+            self._stamp.pop(rel, None)
+        touched = store.materialize(
+            self.written, self.ws, over=self.written, stale=frozenset(stale)
+        )
+        self._restamp(touched)
+        self.holds = self.written
+        return True
+
+    def clear(self) -> None:
+        """Empty the workspace; the folder itself stays (it is the container's mount)."""
+        for child in os.scandir(self.ws):
+            if child.is_dir(follow_symlinks=False):
+                shutil.rmtree(child.path, ignore_errors=True)
+            else:
+                os.unlink(child.path)
+        self.holds = ""
+
+
+def _walk(root: Path) -> set[str]:
+    """Every entry under ``root`` (relative paths); links are listed, never followed."""
+    out: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        for name in dirnames + filenames:
+            out.add(name if rel == "." else f"{rel}/{name}")
+    return out
+
+
+def _lstat(path: Path) -> Stat | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _is_dir(st: Stat) -> bool:
+    return stat.S_ISDIR(st[0])
+
+
+def _remove(path: Path) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

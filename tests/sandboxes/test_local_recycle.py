@@ -1,0 +1,108 @@
+"""Local sandboxes recycle a closed workspace written from a snapshot (bubblewrap only): the
+folder is repaired to exactly its snapshot whatever the sandbox did to it, and the next
+sandbox of that snapshot or a child writes only the difference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from evoround.sandboxes import LocalProvider
+from evoround.sandboxes import _local as local_mod
+from evoround.sandboxes._isolation import bwrap_available
+from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
+from evoround.tasks import Task, load_task
+
+LISTING = "find . -mindepth 1 -printf '%p %y %m %s %l\\n' | sort; find . -type f | sort | xargs -r sha256sum"
+
+
+@pytest.fixture
+def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalProvider]:
+    if not bwrap_available():
+        pytest.skip("local workspaces are recycled only under bubblewrap")
+    monkeypatch.setenv("EVOROUND_LOCAL_ISOLATION", "bwrap")
+    monkeypatch.setattr(local_mod, "RECYCLE_MIN_BYTES", 0)  # a tiny workspace: recycle anyway
+    p = LocalProvider(SnapshotStore(tmp_path / "store"), base_dir=tmp_path / "sb")
+    assert p.recycles
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def task(make_task: Callable[..., Path]) -> Task:
+    return load_task(make_task())
+
+
+def label(task: Task, round_: int, parent: str | None = None) -> SnapshotLabel:
+    return SnapshotLabel(
+        task=task.name, task_digest=task.digest, kind=SnapshotKind.agent, round=round_,
+        attempt="a", parent=parent,
+    )  # fmt: skip
+
+
+def test_recycled_workspace_is_repaired_to_its_snapshot(provider: LocalProvider, task: Task):
+    with provider.create(task, "tiny/mt-01") as sb:
+        sb.exec("mkdir -p d/e && echo 1 > d/e/x && echo 2 > y && echo 3 > w && ln y hard")
+        snap = sb.snapshot(label(task, 1))
+    with provider.create(task, "tiny/verify-1", snap) as clone:
+        want = clone.exec(["sh", "-c", LISTING]).stdout
+        clone.exec(
+            "echo evil >> y; rm -rf d; ln -s /etc d; echo new > z; chmod 4777 hard;"
+            " mkfifo q; touch -r w ref && echo EVIL > w && touch -r ref w && rm ref"
+        )
+    assert [f.holds for f in provider._recycled] == [snap.locator], "recycled, repaired"
+    with provider.create(task, "tiny/verify-2", snap) as clone:
+        assert not provider._recycled, "the next sandbox took the recycled folder"
+        assert not list(provider.base_dir.glob("recycled-*")), "and its holder is gone"
+        assert clone.exec(["sh", "-c", LISTING]).stdout == want
+        assert clone.read_file("w") == b"3\n"
+
+
+def test_a_child_snapshot_gets_the_parent_folder_plus_its_difference(
+    provider: LocalProvider, task: Task
+):
+    with provider.create(task, "tiny/mt-01") as sb:
+        sb.exec("echo 1 > a && echo 2 > b")
+        first = sb.snapshot(label(task, 1))
+        sb.exec("echo 3 > b && rm a && echo 4 > c")
+        second = sb.snapshot(label(task, 2, first.id))
+    with provider.create(task, "tiny/verify-1", first) as clone:
+        clone.exec("echo junk > b")
+    with provider.create(task, "tiny/verify-2", second) as clone:
+        assert clone.exec(["ls", "-A"]).stdout.split() == ["README.md", "b", "c"]
+        assert (clone.read_file("b"), clone.read_file("c")) == (b"3\n", b"4\n")
+    with provider.create(task, "tiny/check", second) as fresh:
+        snap = fresh.snapshot(label(task, 3, second.id))
+    assert snap.locator == second.locator
+
+
+def test_persistent_or_unhardened_providers_never_recycle(tmp_path: Path, task: Task):
+    store = SnapshotStore(tmp_path / "store")
+    for p in (
+        LocalProvider(store, base_dir=tmp_path / "a", harden=False),
+        LocalProvider(store, base_dir=tmp_path / "b", persistent=True),
+    ):
+        try:
+            assert p.isolation != "bwrap" or p.persistent
+            assert not p.recycles
+        finally:
+            p.close()
+
+
+def test_a_sandbox_written_from_a_snapshot_is_not_hashed_again_yet_sees_every_change(
+    provider: LocalProvider, task: Task
+):
+    with provider.create(task, "tiny/mt-01") as sb:
+        sb.exec("echo aaaa > f.txt && echo keep > g.txt && touch -d '2001-01-01' f.txt")
+        first = sb.snapshot(label(task, 1))
+    with provider.create(task, "tiny/sr-02", first) as sb:
+        cache = provider.store._hash_cache
+        g = {str(e["path"]): e for e in provider.store.manifest(first.locator)}["g.txt"]
+        assert cache[f"{sb.workdir}/g.txt"][1] == g["sha256"], "seeded when written"
+        sb.exec("touch -r f.txt ref && echo bbbb > f.txt && touch -r ref f.txt && rm ref")
+        second = sb.snapshot(label(task, 2, first.id))
+    assert second.locator != first.locator
+    with provider.create(task, "tiny/verify", second) as clone:
+        assert clone.read_file("f.txt") == b"bbbb\n"
