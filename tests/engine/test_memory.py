@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import gc
+import json
 import os
-import tracemalloc
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from evoround.engine import JobObserver, RunOptions, _executor, run_job
+from evoround.engine import RunOptions, _executor, run_job
 from evoround.results import Mode, read_results
 from evoround.sandboxes import LocalProvider, SandboxProvider
 from evoround.scaffolds import OracleScaffold
@@ -74,44 +75,74 @@ def test_forget_drops_one_workspace_only(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
-class _TracedAt(JobObserver):
-    """Traced Python memory after chosen finished units, with the rounds recorded by then."""
+_MEASURE = """
+import gc, json, sys, tracemalloc
+from pathlib import Path
+from evoround.engine import JobObserver, RunOptions, run_job
+from evoround.results import Mode
+from evoround.scaffolds import OracleScaffold
+from evoround.snapshots import SnapshotStore
+from evoround.tasks import load_tasks
+from tests.engine.test_resume_kill import make_suite
 
-    def __init__(self, marks: tuple[int, int]) -> None:
-        self.marks, self.rounds, self.units = marks, 0, 0
-        self.at: dict[int, tuple[int, int]] = {}
 
-    def round_recorded(self, unit: object, result: object) -> None:
+class TracedAt(JobObserver):
+    # traced Python memory after chosen finished units, with the rounds recorded by then
+    def __init__(self, marks):
+        self.marks, self.rounds, self.units, self.at = marks, 0, 0, {}
+
+    def round_recorded(self, unit, result):
         self.rounds += 1
 
-    def unit_finished(self, unit: object) -> None:
+    def unit_finished(self, unit):
         self.units += 1
         if self.units in self.marks:
             gc.collect()
             self.at[self.units] = (self.rounds, tracemalloc.get_traced_memory()[0])
 
 
+tmp = Path(sys.argv[1])
+tasks_dir, _, _ = make_suite(tmp / "suite", nap=0)
+store = SnapshotStore(tmp / "store")
+observer = TracedAt((6, 30))  # 2 tasks: 3 attempts each of warm-up, then 12 more each
+tracemalloc.start()
+run_job(
+    load_tasks([tasks_dir]), OracleScaffold(), job_dir=tmp / "job", attempts=15,
+    modes=[Mode.mt], store=store, options=RunOptions(concurrency=1), observer=observer,
+)
+tracemalloc.stop()
+(r0, m0), (r1, m1) = observer.at[6], observer.at[30]
+print(json.dumps({"rounds": r1 - r0, "per_round": (m1 - m0) / (r1 - r0),
+                  "hash_cache": len(store._hash_cache)}))
+"""
+
+
 def test_controller_memory_per_round_is_flat(tmp_path: Path) -> None:
     """Issue 14: the controller grew ~10 KB per round over a 1,000-round job. A short job
     under tracemalloc shows what the controller keeps per round after warm-up; the
-    1,000-round RSS measurement is ``benchmarks/throughput.py --only-big``."""
-    tasks_dir, _, _ = make_suite(tmp_path / "suite", nap=0)
-    store = SnapshotStore(tmp_path / "store")
-    observer = _TracedAt((6, 30))  # 2 tasks: 3 attempts each of warm-up, then 12 more each
-    tracemalloc.start()
-    try:
-        run_job(
-            load_tasks([tasks_dir]), OracleScaffold(), job_dir=tmp_path / "job", attempts=15,
-            modes=[Mode.mt], store=store, options=RunOptions(concurrency=1), observer=observer,
-        )  # fmt: skip
-    finally:
-        tracemalloc.stop()
-    (r0, m0), (r1, m1) = observer.at[6], observer.at[30]
-    per_round = (m1 - m0) / (r1 - r0)
-    assert r1 - r0 >= 30
-    # before the fix about 870 bytes (the hash cache), after it about 160 (free lists, caches)
-    assert per_round < 400, f"the controller keeps {per_round:.0f} bytes per round"
-    assert len(store._hash_cache) == 0  # every attempt's sandbox closed, its hashes forgotten
+    1,000-round RSS measurement is ``benchmarks/throughput.py --only-big``.
+
+    In a fresh interpreter, as a job runs: in the test process, state earlier tests left
+    (Docker jobs before this one) showed up as tens of KB per round that a job never has.
+    """
+    repo = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(tmp_path)], capture_output=True, text=True,
+        timeout=600, cwd=repo, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["rounds"] >= 30
+    # Before the fix about 870 bytes (the hash cache, also checked below), after it about
+    # 160; the twins' ast.unparse adds about 200 that the interpreter's bounded type-attribute
+    # cache keeps (new 'visit_*' name strings replace old ones; it stops growing when full).
+    # The issue's budget is 5 MB over rounds 100 to 1,000: about 5.8 KB per round.
+    assert got["per_round"] < 1024, f"the controller keeps {got['per_round']:.0f} bytes per round"
+    assert got["hash_cache"] == 0  # every attempt's sandbox closed, its hashes forgotten
 
 
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
