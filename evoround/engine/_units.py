@@ -139,12 +139,15 @@ def run_unit(
 def record_isolation(job_dir: Path, provider: SandboxProvider) -> None:
     """Append how the local sandbox isolates commands (bwrap, unshare, none) to
     ``<job>/sandbox.txt``; the report shows the last line. A Docker run writes nothing."""
-    mechanism = getattr(getattr(provider, "inner", provider), "isolation", None)
+    local = getattr(provider, "inner", provider)
+    mechanism = getattr(local, "isolation", None)
     if mechanism is None:
         return
+    caps = getattr(local, "limits_how", None)
+    limits = f"pids and memory_mb by {caps}" if caps else "no pids/memory_mb limits (no cgroup)"
     stamp = datetime.now().isoformat(timespec="seconds")
     with open(job_dir / ISOLATION_FILE, "a", encoding="utf-8") as f:
-        f.write(f"{stamp} local isolation: {mechanism}\n")
+        f.write(f"{stamp} local isolation: {mechanism}; {limits}\n")
 
 
 def job_provider(

@@ -70,7 +70,8 @@ class NotAJobDir(ValueError):
 
 
 ISOLATION_FILE = "sandbox.txt"
-"""In a job folder: one line per run, ``<time> local isolation: <mechanism>`` (local only)."""
+"""In a job folder: one line per run, ``<time> local isolation: <mechanism>; <limits>``
+(local only)."""
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,11 @@ class JobView:
         """How the local sandbox isolated the agent in the latest run of this job (``bwrap``,
         ``unshare``, ``none``; from ``sandbox.txt``), None for Docker or older jobs."""
         try:
-            lines = (self.path / ISOLATION_FILE).read_text(encoding="utf-8").split()
+            lines = (self.path / ISOLATION_FILE).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             return None
-        return lines[-1] if lines else None
+        last = lines[-1].split("local isolation:", 1)[-1] if lines else ""
+        return last.split(";")[0].strip() or None
 
     def attempted(self) -> dict[str, int]:
         """MT attempts started per task, recorded or not: the engine creates an attempt's

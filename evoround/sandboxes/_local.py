@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from evoround.sandboxes._capture import CappedOutput
+from evoround.sandboxes._cgroup import Cgroup, cgroups_available, make_cgroup, sweep_cgroups
 from evoround.sandboxes._confine import copy_tree, read_path, write_new, write_path
 from evoround.sandboxes._folder import WrittenFolder
 from evoround.sandboxes._isolation import (
@@ -201,8 +202,10 @@ class LocalSandbox(Sandbox):
         limits: tuple[int, int] | None = None,
         isolation: str = "unshare",
         pid_namespace: bool = True,
+        cgroup: Cgroup | None = None,
     ) -> None:
         self.root = root
+        self.cgroup = cgroup  # caps every command's processes and memory (None: no caps)
         self.base_env = dict(base_env or {})
         """The task's ``[environment] env``: under every command, like a container's env."""
         self.limits = limits
@@ -269,6 +272,7 @@ class LocalSandbox(Sandbox):
             return self._exec_bwrap(argv, where, timeout, stdin, full_env)
         if self.hidden is not None and self.pid_namespace:
             argv = unshare_argv(self.root, self.hidden, argv, network=self.network)
+        argv = self.cgroup.wrap(argv) if self.cgroup is not None else argv
         return local_run(argv, cwd=where, timeout=timeout, stdin=stdin, env=full_env)
 
     def _exec_bwrap(
@@ -286,6 +290,7 @@ class LocalSandbox(Sandbox):
             wrapped = bwrap_argv(self.root, self.hidden or (), argv, network=self.network,
                                  cwd=str(where), pid_namespace=self.pid_namespace,
                                  info_fd=info_w)  # fmt: skip
+            wrapped = self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped
             res = local_run(wrapped, cwd=where, timeout=timeout, stdin=stdin, env=env,
                             pass_fds=(info_w,))  # fmt: skip
             os.close(info_w)
@@ -353,6 +358,8 @@ class LocalSandbox(Sandbox):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            if self.cgroup is not None:
+                self.cgroup.remove()  # what a persistent agent left running goes first
             if self.on_close is not None:
                 self.on_close(self)
             shutil.rmtree(self.root, ignore_errors=True)
@@ -450,6 +457,8 @@ class LocalProvider(SandboxProvider):
             self.isolation = "none"  # unshare's pid namespace would kill the tmux server
         self.harden = self.isolation != "none"
         self.persistent = persistent
+        sweep_cgroups()
+        self.limits_how = cgroups_available()  # how pids/memory_mb bind (None: they do not)
         self._hidden = [Path(p) for p in hidden or []]
         self._recycled: list[WrittenFolder] = []
         self._lock = threading.Lock()
@@ -487,18 +496,17 @@ class LocalProvider(SandboxProvider):
 
     def create(self, task: Task, name: str, snapshot: Snapshot | None = None) -> Sandbox:
         root = Path(tempfile.mkdtemp(prefix=name.replace("/", "_") + "-", dir=self.base_dir))
+        env = task.config.environment
         sb = LocalSandbox(
             root,
             self.store,
-            resolve_host_env(task.config.environment.env),
+            resolve_host_env(env.env),
             hidden=self.hidden_paths(task) if self.harden else None,
             isolation=self.isolation,
             pid_namespace=not self.persistent,
-            network=task.config.environment.network,
-            limits=(
-                task.config.environment.max_workspace_files,
-                task.config.environment.max_workspace_mb << 20,
-            ),
+            cgroup=make_cgroup(env.pids, env.memory_mb) if self.limits_how else None,
+            network=env.network,
+            limits=(env.max_workspace_files, env.max_workspace_mb << 20),
         )
         if snapshot is None:
             if task.workspace_dir.is_dir():

@@ -109,7 +109,7 @@ def test_a_round_records_bwrap_and_leaves_no_process(tmp_path: Path) -> None:
     assert not r1.passed
     assert processes_with(marker) == []
     note = (view.path / "sandbox.txt").read_text()
-    assert note.strip().splitlines()[-1].endswith("local isolation: bwrap"), note
+    assert "local isolation: bwrap; pids and memory_mb by cgroup" in note.splitlines()[-1], note
     assert view.isolation() == "bwrap"
     assert job_json(view)["isolation"] == "bwrap"
 

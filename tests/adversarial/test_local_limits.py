@@ -1,0 +1,75 @@
+"""A local sandbox caps its commands' processes and memory with the task's ``pids`` and
+``memory_mb`` (a cgroup per sandbox), as a Docker container does: a fork bomb or a memory
+bomb is the agent's failure, the engine goes on to grade the round, nothing is left."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from evoround.results import Mode, RoundStatus
+from evoround.sandboxes import LocalProvider
+from evoround.sandboxes._cgroup import PREFIX, cgroups_available
+from evoround.snapshots import SnapshotStore
+from evoround.tasks import load_task
+from tests.adversarial.leaks import processes_with
+from tests.adversarial.test_local_sandbox import scripted, unique_task
+from tests.helpers import run
+
+pytestmark = pytest.mark.skipif(
+    cgroups_available() is None and os.environ.get("CI") != "true",
+    reason="no writable cgroup here",
+)
+
+FORK_BOMB = 'python3 -c "import os,time\nwhile True:\n  try: os.fork()\n  except OSError: time.sleep(0.01)" # evoround-forkbomb'  # noqa: E501
+MEMORY_BOMB = "python3 -c \"b = bytearray(1 << 30); b[::4096] = b'x' * len(b[::4096])\""
+
+
+def _limited_task(tmp_path: Path) -> Path:
+    root = unique_task(tmp_path)
+    toml = root / "task.toml"
+    toml.write_text(toml.read_text().replace(
+        "[environment]\n", "[environment]\npids = 64\nmemory_mb = 256\n"
+    ))  # fmt: skip
+    return root
+
+
+def _groups() -> set[str]:
+    out = set()
+    for base in (
+        Path("/sys/fs/cgroup"),
+        Path("/sys/fs/cgroup/pids"),
+        Path("/sys/fs/cgroup/memory"),
+    ):
+        out |= {str(p) for p in base.glob(f"{PREFIX}{os.getpid()}-*")}
+    return out
+
+
+@pytest.mark.parametrize("isolation", ["bwrap", "none"])
+def test_fork_bomb_is_capped_and_leaves_nothing(tmp_path: Path, monkeypatch, isolation) -> None:
+    monkeypatch.setenv("EVOROUND_LOCAL_ISOLATION", isolation)
+    before = _groups()
+    steps = [{"run": FORK_BOMB, "timeout": 4}, {"run": "echo alive > after.txt"}]
+    view = run(tmp_path, scripted(tmp_path, "forkbomb", steps),
+               tasks=[load_task(_limited_task(tmp_path))], modes=(Mode.mt,))  # fmt: skip
+    (r1,) = view.records
+    assert not r1.passed
+    assert r1.status is not RoundStatus.infra, r1.error
+    assert processes_with("evoround-forkbomb") == []
+    assert _groups() == before
+    assert "pids and memory_mb by cgroup" in (view.path / "sandbox.txt").read_text()
+
+
+def test_memory_bomb_is_killed_inside_its_sandbox(tmp_path: Path) -> None:
+    provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
+    with provider.create(load_task(_limited_task(tmp_path)), "t/m") as sb:
+        assert sb.cgroup is not None
+        res = sb.exec(MEMORY_BOMB, timeout=60)
+        assert res.exit_code != 0  # killed by the group's OOM killer (or a MemoryError)
+        assert sb.exec("echo ok", timeout=30).stdout.strip() == "ok"
+        capped = sb.exec("for i in $(seq 100); do sleep 3 & done; wait", timeout=30)
+        assert "fork" in capped.stderr.lower() or capped.exit_code != 0, capped
+    provider.close()
+    assert _groups() == set()
