@@ -1,6 +1,6 @@
 """Run one red-team attack as a job in a process of its own; print one JSON line.
 
-A process of its own so the engine's peak RSS (``ru_maxrss``) is the job's alone. The
+A process of its own so the engine's peak RSS (``VmHWM``) is the job's alone. The
 task is a copy of the counter fixture in a git repository under ``/var/tmp`` (a part of
 the host a local sandbox sees), with a random token in every hidden test and reference
 file: any copy of the token in the round's snapshot is hidden material the agent reached.
@@ -31,6 +31,16 @@ from evoround.tasks import load_task
 from tests.adversarial.leaks import processes_with
 from tests.adversarial.redteam import ATTACKS
 from tests.helpers import COUNTER, run
+
+
+def peak_rss_mb() -> int:
+    """This process's own peak RSS: ``VmHWM`` of its memory map. Not ``ru_maxrss``: Linux
+    carries a forking parent's high-water mark over the exec into the child's, so a job
+    started by a 400 MB pytest process "peaked" at 400 MB whatever it did."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
 def make_task(base: Path, tests: str, solutions: str, limits: dict[str, int]) -> Path:
@@ -113,7 +123,7 @@ def main(name: str, backend: str, work: Path) -> dict:
         view = run(work, ScriptedScaffold(load_script(script)), tasks=[load_task(task)],
                    modes=(Mode.mt,), sandbox=backend, name=job)  # fmt: skip
         wall = time.monotonic() - start
-        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # the engine's
+        rss_mb = peak_rss_mb()
         json.dumps(job_json(view))  # the report of a hostile job still renders
         store = SnapshotStore(work / "store")
         oracle = {int(k) for k, steps in rounds.items() if "oracle" in steps}
