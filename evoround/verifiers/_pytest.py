@@ -38,7 +38,7 @@ from evoround.verifiers._guard import (
     runner_input,
     selects,
 )
-from evoround.verifiers._twins import TwinPlan, plan_twins, shared_imports
+from evoround.verifiers._twins import TwinPlan, node_parts, plan_twins, shared_imports
 
 REPORT_LIMIT = 64 << 20
 """Largest JUnit report read back (it is an artefact and a cross-check, not the verdict)."""
@@ -166,7 +166,7 @@ def _channel_results(
         kind = TestOutcome.skipped if outcome == "skipped" else TestOutcome.error
         add(split_nodeid(nodeid)[0], "", kind, msg or "collection failed")
     for nodeid, phases in ch.tests.items():
-        if nodeid in controls.node_ids or twins.twin_of(*split_nodeid(nodeid)):
+        if nodeid in controls.node_ids or twins.twin_of(nodeid):
             continue
         outcome, msg = phase_outcome(phases)
         add(*split_nodeid(nodeid), TestOutcome(outcome), msg)
@@ -280,30 +280,29 @@ def _cross_check(
 
 
 def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
-    """A failing twin reported passed; or, in a completed run where its original ran, a
-    twin that never ran (or lost some of the instances its original had)."""
+    """A failing twin reported passed (wherever it shows up: a class hands its twin down);
+    or, in a completed run, an instance of the original (same file, class and parameters)
+    without its twin."""
     out: list[str] = []
     done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
     for tw in twins.twins:
-        mine: dict[str, str] = {}
-        theirs: set[str] = set()
+        mine: dict[tuple[str, str, str], str] = {}
+        theirs: set[tuple[str, str, str]] = set()
         for nodeid, phases in ch.tests.items():
-            file, name = split_nodeid(nodeid)
-            base, _, params = name.partition("[")
-            if file == tw.file and base == tw.name:
-                mine[params] = phase_outcome(phases)[0]
-            elif file == tw.file and base == tw.original:
-                theirs.add(params)
-        forged = sorted(p for p, o in mine.items() if o == "passed")
+            file, cls, name, params = node_parts(nodeid)
+            if name == tw.name:
+                mine[(file, cls, params)] = phase_outcome(phases)[0]
+            elif (file, cls, name) == (tw.file, tw.cls, tw.original):
+                theirs.add((file, cls, params))
+        where = f"{tw.file}::{tw.cls}::{tw.original}" if tw.cls else f"{tw.file}::{tw.original}"
+        forged = sorted(k for k, o in mine.items() if o == "passed")
         if forged:
             out.append(
-                f"a failing twin of {tw.file}::{tw.original} (an altered copy no honest run "
+                f"a failing twin of {where} (an altered copy no honest run "
                 f"can pass) was reported passed ({len(forged)} of {len(mine)} instances)"
             )
-        elif done and theirs and (not mine or set(mine) < theirs):
-            out.append(
-                f"the failing twin of {tw.file}::{tw.original} never ran: tests were removed"
-            )
+        elif done and theirs - set(mine):
+            out.append(f"the failing twin of {where} never ran: tests were removed")
     return out
 
 
