@@ -16,9 +16,11 @@ a genuine ``unittest.TestCase``) it stands on, so ``assert 5 == add(2, 3)`` is c
 An always-equal result then passes the changed check, an honest result cannot.
 
 When no certainly-run check has a known expected side, the right side of each check goes
-through the helper instead (the convention ``assert actual == expected``), except where the
-left side looks like a matcher (``ANY``, ``approx``, ...), which an honest test may compare
-equal to anything. An always-equal result on the right of such a check is not detected.
+through the helper instead (the convention ``assert actual == expected``). Nothing is changed
+against a side that looks like a matcher (``ANY``, ``approx``, ``IsInt()``, an object built
+from a class right there), which an honest test may find equal to the changed value too.
+An always-equal result on the right of a check whose expected side is not known is not
+detected (the twin fails, as an honest run's does).
 """
 
 from __future__ import annotations
@@ -309,7 +311,9 @@ def rewrite_checks(
         holder, operands, kind = found
         left, right = operands[0], operands[1]
         sure = None
-        for index, side in ((1, right), (0, left)):
+        for index, side, other in ((1, right, left), (0, left, right)):
+            if _looks_like_matcher(other):  # it may honestly equal the changed value too
+                continue
             new = _expected(side, scope, kind, helper, rng)
             if new is not None:
                 uses = isinstance(new, ast.Call) and getattr(new.func, "id", None) == helper
