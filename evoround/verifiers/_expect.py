@@ -87,8 +87,9 @@ def _plain(v: object) -> bool:
 
 
 def alter(v: object, rng: random.Random) -> object:
-    """A literal value that no honest result equal to ``v`` can equal: numbers move by more
-    than their size (beyond any ``places`` or ``approx`` tolerance), text changes one letter
+    """A literal value that no honest result equal to ``v`` can equal: numbers move away from
+    zero by more than their size (beyond any ``places`` or ``approx`` tolerance, keeping their
+    sign, so an exit code stays a plausible exit code), text changes one letter
     or digit for another (also different ignoring case), a container changes one element."""
     t = type(v)
     if v is None:
@@ -96,7 +97,8 @@ def alter(v: object, rng: random.Random) -> object:
     if t is bool:
         return not v
     if t in (int, float, complex):
-        step = rng.choice((-1, 1)) * rng.randrange(1, 10) * (abs(v) + 1)  # type: ignore[arg-type]
+        sign = -1 if t is not complex and v < 0 else 1  # type: ignore[operator]
+        step = sign * rng.randrange(1, 10) * (abs(v) + 1)  # type: ignore[arg-type]
         new = v + step  # type: ignore[operator]
         if t is float and (not math.isfinite(new) or new == v):
             new = -v - 1.0  # type: ignore[operator]
