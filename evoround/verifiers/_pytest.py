@@ -281,19 +281,19 @@ def _cross_check(
 
 def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
     """A failing twin reported passed (wherever it shows up: a class hands its twin down);
-    or, in a completed run, an instance of the original (same file, class and parameters)
-    without its twin."""
+    or, in a completed run where its original ran, a twin that never ran in the original's
+    class (or lost some of the instances its original had there)."""
     out: list[str] = []
     done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
     for tw in twins.twins:
         mine: dict[tuple[str, str, str], str] = {}
-        theirs: set[tuple[str, str, str]] = set()
+        theirs: set[str] = set()
         for nodeid, phases in ch.tests.items():
             file, cls, name, params = node_parts(nodeid)
             if name == tw.name:
                 mine[(file, cls, params)] = phase_outcome(phases)[0]
             elif (file, cls, name) == (tw.file, tw.cls, tw.original):
-                theirs.add((file, cls, params))
+                theirs.add(params)
         where = f"{tw.file}::{tw.cls}::{tw.original}" if tw.cls else f"{tw.file}::{tw.original}"
         forged = sorted(k for k, o in mine.items() if o == "passed")
         if forged:
@@ -301,7 +301,8 @@ def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
                 f"a failing twin of {where} (an altered copy no honest run "
                 f"can pass) was reported passed ({len(forged)} of {len(mine)} instances)"
             )
-        elif done and theirs - set(mine):
+        here = {p for f, c, p in mine if (f, c) == (tw.file, tw.cls)}
+        if not forged and done and theirs and (not here or here < theirs):
             out.append(f"the failing twin of {where} never ran: tests were removed")
     return out
 
@@ -336,14 +337,17 @@ def run_pytest(
     junit_path = f"{base}/report-{secrets.token_hex(8)}.xml"
     runner_path = f"{base}/run-{secrets.token_hex(8)}.py"
     modules: dict[str, str] = {}
+    conftests: list[str] = []
     for t in tests:
-        if is_test_module(t.path):
-            try:
+        try:
+            if is_test_module(t.path):
                 modules[t.path] = t.source.read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
+            elif Path(t.path).name == "conftest.py":
+                conftests.append(t.source.read_bytes().decode("utf-8", errors="replace"))
+        except (OSError, UnicodeDecodeError):
+            continue
     local = {Path(t.path).parts[0].removesuffix(".py") for t in tests}
-    twins = plan_twins(modules)
+    twins = plan_twins(modules, conftests=conftests)
     controls = make_controls((Path(t.path).name for t in tests), shared_imports(modules, local))
     order = {**twins.lines, controls.filename: 0}
     # one archive in (suite, controls, config, runner) and one out (the JUnit report)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import random
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from evoround.verifiers._expect import (
@@ -290,11 +291,17 @@ def _twin_def(
     return text, uses_helper
 
 
-def plan_twins(files: dict[str, str], limit: int = MAX_TWINS) -> TwinPlan:
+def plan_twins(
+    files: dict[str, str], limit: int = MAX_TWINS, conftests: Iterable[str] = ()
+) -> TwinPlan:
     """Twins for up to ``limit`` random eligible tests of ``files`` (path -> source), spread
-    over distinct files first. Files that do not parse get none."""
+    over distinct files first. Files that do not parse get none; a suite whose ``conftests``
+    (their texts) define ``pytest_generate_tests`` gets none at all (it may parametrize by
+    the test's name, which a twin does not share: its instances would differ)."""
     rng = random.SystemRandom()
     plan = TwinPlan(lines={p: len(s.splitlines()) for p, s in files.items()})
+    if any("pytest_generate_tests" in text for text in conftests):
+        return plan
     trees: dict[str, ast.Module] = {}
     for path, source in files.items():
         try:

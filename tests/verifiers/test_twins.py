@@ -432,6 +432,15 @@ Rebound = None
     assert plan.twins == []
 
 
+def test_suites_that_generate_tests_by_hook_get_none() -> None:
+    """``pytest_generate_tests`` may parametrize by the test's name: a twin would then have
+    other instances than its original (an honest run would look like a removed twin)."""
+    hook = "def pytest_generate_tests(metafunc):\n    pass\n"
+    assert plan_twins({"test_a.py": LEFT}, conftests=[hook]).twins == []
+    assert plan_twins({"test_a.py": LEFT + "\n\n" + hook}).twins == []
+    assert plan_twins({"test_a.py": LEFT}, conftests=["import pytest\n"]).twins
+
+
 def test_redefined_assertion_methods_are_left_alone() -> None:
     source = """
 import unittest
