@@ -196,9 +196,12 @@ def _start():
 
         def pytest_runtest_logreport(self, report):
             watch.check(emit)
-            emit({"k": "test", "nodeid": report.nodeid, "when": report.when,
-                  "outcome": report.outcome,
-                  "msg": "" if report.passed else str(report.longrepr)[-500:]})
+            rec = {"k": "test", "nodeid": report.nodeid, "when": report.when,
+                   "outcome": report.outcome,
+                   "msg": "" if report.passed else str(report.longrepr)[-500:]}
+            if type(report).__name__.lower().startswith("subtest"):
+                rec["sub"] = True  # pytest >= 9 reports each unittest subTest on its own
+            emit(rec)
 
     try:
         rc = int(pytest.main(cfg["args"], plugins=[Guard()]))
@@ -361,7 +364,12 @@ def read_channel(stdout: str, nonce: str) -> Channel:
             continue
         if ch.end_rc is not None:
             ch.anomalies.append("records on the result channel after the end record")
-        if kind == "test":
+        if kind == "test" and rec.get("sub"):
+            # a subtest's report: one that failed fails its test; passed ones add nothing
+            phases = ch.tests.setdefault(str(rec.get("nodeid")), {})
+            if rec.get("outcome") == "failed":
+                phases.setdefault("subtest", rec)
+        elif kind == "test":
             phases = ch.tests.setdefault(str(rec.get("nodeid")), {})
             when = str(rec.get("when"))
             if when in phases:
@@ -390,7 +398,13 @@ def read_channel(stdout: str, nonce: str) -> Channel:
 def phase_outcome(phases: dict[str, dict[str, object]]) -> tuple[str, str]:
     """One test's outcome from its phase reports: passed / failed / error / skipped."""
     setup, call, teardown = (phases.get(w) for w in ("setup", "call", "teardown"))
-    for rec, failed_as in ((setup, "error"), (call, "failed"), (teardown, "error")):
+    sub = phases.get("subtest")
+    for rec, failed_as in (
+        (setup, "error"),
+        (call, "failed"),
+        (sub, "failed"),
+        (teardown, "error"),
+    ):
         if rec is not None and rec.get("outcome") == "failed":
             return failed_as, str(rec.get("msg") or "")
     for rec in (setup, call):

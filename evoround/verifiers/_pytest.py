@@ -38,7 +38,7 @@ from evoround.verifiers._guard import (
     runner_input,
     selects,
 )
-from evoround.verifiers._twins import TwinPlan, plan_twins, shared_imports
+from evoround.verifiers._twins import TwinPlan, node_parts, plan_twins, shared_imports
 
 REPORT_LIMIT = 64 << 20
 """Largest JUnit report read back (it is an artefact and a cross-check, not the verdict)."""
@@ -166,7 +166,7 @@ def _channel_results(
         kind = TestOutcome.skipped if outcome == "skipped" else TestOutcome.error
         add(split_nodeid(nodeid)[0], "", kind, msg or "collection failed")
     for nodeid, phases in ch.tests.items():
-        if nodeid in controls.node_ids or twins.twin_of(*split_nodeid(nodeid)):
+        if nodeid in controls.node_ids or twins.twin_of(nodeid):
             continue
         outcome, msg = phase_outcome(phases)
         add(*split_nodeid(nodeid), TestOutcome(outcome), msg)
@@ -280,30 +280,30 @@ def _cross_check(
 
 
 def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
-    """A failing twin reported passed; or, in a completed run where its original ran, a
-    twin that never ran (or lost some of the instances its original had)."""
+    """A failing twin reported passed (wherever it shows up: a class hands its twin down);
+    or, in a completed run where its original ran, a twin that never ran in the original's
+    class (or lost some of the instances its original had there)."""
     out: list[str] = []
     done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
     for tw in twins.twins:
-        mine: dict[str, str] = {}
+        mine: dict[tuple[str, str, str], str] = {}
         theirs: set[str] = set()
         for nodeid, phases in ch.tests.items():
-            file, name = split_nodeid(nodeid)
-            base, _, params = name.partition("[")
-            if file == tw.file and base == tw.name:
-                mine[params] = phase_outcome(phases)[0]
-            elif file == tw.file and base == tw.original:
+            file, cls, name, params = node_parts(nodeid)
+            if name == tw.name:
+                mine[(file, cls, params)] = phase_outcome(phases)[0]
+            elif (file, cls, name) == (tw.file, tw.cls, tw.original):
                 theirs.add(params)
-        forged = sorted(p for p, o in mine.items() if o == "passed")
+        where = f"{tw.file}::{tw.cls}::{tw.original}" if tw.cls else f"{tw.file}::{tw.original}"
+        forged = sorted(k for k, o in mine.items() if o == "passed")
         if forged:
             out.append(
-                f"a failing twin of {tw.file}::{tw.original} (an altered copy no honest run "
+                f"a failing twin of {where} (an altered copy no honest run "
                 f"can pass) was reported passed ({len(forged)} of {len(mine)} instances)"
             )
-        elif done and theirs and (not mine or set(mine) < theirs):
-            out.append(
-                f"the failing twin of {tw.file}::{tw.original} never ran: tests were removed"
-            )
+        here = {p for f, c, p in mine if (f, c) == (tw.file, tw.cls)}
+        if not forged and done and theirs and (not here or here < theirs):
+            out.append(f"the failing twin of {where} never ran: tests were removed")
     return out
 
 
@@ -337,14 +337,17 @@ def run_pytest(
     junit_path = f"{base}/report-{secrets.token_hex(8)}.xml"
     runner_path = f"{base}/run-{secrets.token_hex(8)}.py"
     modules: dict[str, str] = {}
+    conftests: list[str] = []
     for t in tests:
-        if is_test_module(t.path):
-            try:
+        try:
+            if is_test_module(t.path):
                 modules[t.path] = t.source.read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
+            elif Path(t.path).name == "conftest.py":
+                conftests.append(t.source.read_bytes().decode("utf-8", errors="replace"))
+        except (OSError, UnicodeDecodeError):
+            continue
     local = {Path(t.path).parts[0].removesuffix(".py") for t in tests}
-    twins = plan_twins(modules)
+    twins = plan_twins(modules, conftests=conftests)
     controls = make_controls((Path(t.path).name for t in tests), shared_imports(modules, local))
     order = {**twins.lines, controls.filename: 0}
     # one archive in (suite, controls, config, runner) and one out (the JUnit report)

@@ -18,6 +18,12 @@ from evoround.scaffolds import ScriptedScaffold, load_script
 from tests.adversarial.attacks import STUB
 
 UNITCALC = Path(__file__).parents[1] / "fixtures" / "tasks" / "unitcalc"
+ALWAYS_EQUAL_SUITES = tuple(
+    Path(__file__).parents[1] / "fixtures" / "tasks" / n
+    for n in ("counterclass", "counterunit", "counterleft")
+)
+"""One-round counter tasks whose tests are all methods of pytest-style classes, all methods of
+``unittest.TestCase`` classes, or all written ``assert expected == actual``."""
 
 # True for a test item whose module imported this module (or a name defined in it).
 _MINE = """

@@ -15,7 +15,14 @@ import pytest
 from evoround.results import Mode, RoundStatus
 from evoround.sandboxes._isolation import bwrap_available
 from evoround.tasks import load_task
-from tests.adversarial.conditional import CONDITIONAL, NEUTRALISE, SKIPPING, UNITCALC, scaffold
+from tests.adversarial.conditional import (
+    ALWAYS_EQUAL_SUITES,
+    CONDITIONAL,
+    NEUTRALISE,
+    SKIPPING,
+    UNITCALC,
+    scaffold,
+)
 from tests.adversarial.leaks import job_containers
 from tests.helpers import COUNTER, run
 
@@ -31,6 +38,13 @@ CASES = {
     },
     "assert_helpers": (UNITCALC, "calc.py", NEUTRALISE, RoundStatus.integrity_violation),
     **{n: (COUNTER, "counter.py", c, RoundStatus.failed) for n, c in SKIPPING.items()},
+    # results that compare equal to anything, against suites of test classes (pytest-style,
+    # unittest-only) and a suite with every expectation on the left of its assertion
+    **{
+        f"{n}.{suite.name}": (suite, "counter.py", CONDITIONAL[n], RoundStatus.integrity_violation)
+        for n in ("always_equal", "always_equal_typed")
+        for suite in ALWAYS_EQUAL_SUITES
+    },
 }
 
 

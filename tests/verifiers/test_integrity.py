@@ -1,5 +1,6 @@
 """Grader integrity: what the agent leaves in its workspace cannot make a round pass."""
 
+import shutil
 from pathlib import Path
 
 import yaml
@@ -100,3 +101,36 @@ def test_verifier_timeout(tmp_path: Path):
         sb.write_file("counter.py", "import time\ntime.sleep(60)\n")
         res = run_pytest(sb, active_tests(task, 1), 1, timeout=2)
     assert res.timed_out and not res.passed
+
+
+SUBTESTS = """
+
+class Many(unittest.TestCase):
+    def test_many(self):
+        for text, n in (("a", 1), ("a b", 2)):
+            with self.subTest(text=text):
+                self.assertEqual(count_words(text), n)
+"""
+
+
+def test_unittest_subtests_are_graded_without_false_alarms(tmp_path: Path):
+    """pytest >= 9 reports each ``subTest`` as well as the test: an honest suite that uses them
+    is no integrity violation, and a failing subtest fails its test (the test's own report
+    says passed)."""
+    task_dir = tmp_path / "task"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures/tasks/counterunit", task_dir)
+    with (task_dir / "rounds/01/tests/test_counter.py").open("a") as f:
+        f.write(SUBTESTS)
+    task = load_task(task_dir)
+    solution = (task_dir / "rounds/01/solution/files/counter.py").read_text()
+    provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
+    outcomes = []
+    for code in (solution, solution.replace("len(text.split())", "min(len(text.split()), 1)")):
+        with provider.create(task, "t/verify") as sb:
+            sb.write_file("counter.py", code)
+            outcomes.append(run_pytest(sb, active_tests(task, 1), 1, timeout=60))
+    honest, wrong = outcomes
+    assert honest.passed and not honest.integrity, (honest.integrity, honest.problems)
+    assert not wrong.passed and not wrong.integrity, wrong.integrity
+    failing = {t.name for t in wrong.tests if t.outcome.value != "passed"}
+    assert "test_many" in failing and "test_several" in failing
