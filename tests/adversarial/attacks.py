@@ -60,6 +60,16 @@ def _junit_path():
     return None
 """
 
+# Registers an instance of the attack's ``_Forge`` class as a plugin of the live config.
+REGISTER_FORGE = """
+for _o in gc.get_objects():
+    try:
+        if type(_o).__name__ == "Config" and hasattr(_o, "pluginmanager"):
+            _o.pluginmanager.register(_Forge(), "forge-%d" % id(_o))
+    except Exception:
+        pass
+"""
+
 ATTACKS: dict[str, str] = {
     # 1. write an all-passed report as soon as the tests run, then leave with exit code 0
     "report_and_exit": STUB
@@ -177,14 +187,8 @@ class _Forge:
         rep = out.get_result()
         rep.outcome = "passed"
         rep.longrepr = None
-
-for _o in gc.get_objects():
-    try:
-        if type(_o).__name__ == "Config" and hasattr(_o, "pluginmanager"):
-            _o.pluginmanager.register(_Forge(), "forge-%d" % id(_o))
-    except Exception:
-        pass
-""",
+"""
+    + REGISTER_FORGE,
     # 6. drop every test that would fail from the session (and so from the report)
     "drop_failing_items": STUB
     + """

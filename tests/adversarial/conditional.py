@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from evoround.scaffolds import ScriptedScaffold, load_script
-from tests.adversarial.attacks import STUB
+from tests.adversarial.attacks import REGISTER_FORGE, STUB
 
 UNITCALC = Path(__file__).parents[1] / "fixtures" / "tasks" / "unitcalc"
 ALWAYS_EQUAL_SUITES = tuple(
@@ -90,14 +90,8 @@ class _Forge:
             rep = out.get_result()
             rep.outcome = "passed"
             rep.longrepr = None
-
-for _o in gc.get_objects():
-    try:
-        if type(_o).__name__ == "Config" and hasattr(_o, "pluginmanager"):
-            _o.pluginmanager.register(_Forge(), "forge-%d" % id(_o))
-    except Exception:
-        pass
-""",
+"""
+    + REGISTER_FORGE,
     # 2. Function.runtest skips the body of the agent's importers only
     "cond_runtest_noop": STUB
     + _MINE
