@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     local; default), archive (the workdir only, streamed as tars) or commit (the container)."""
     local_isolation: Literal["auto", "bwrap", "unshare", "none"] = "auto"
     """Local sandbox isolation: bwrap (bubblewrap), unshare, none; auto: the best that works."""
+    local_show: str | None = None
+    """Folders (':'-separated) a bubblewrap sandbox shows read-only beyond the system ones."""
     claude_bin: str | None = None
     """The claude binary for --agent claude-code (default: the claude-agent-sdk's)."""
     judge_api_key: str | None = None

@@ -5,12 +5,16 @@
 command its own pid namespace (every process it leaves, ``setsid`` and double forks
 included, dies with it) and its own network namespace unless the task allows network.
 
-- **bwrap** builds the command's view of the filesystem from scratch: the host read-only,
-  a private ``/dev`` and ``/proc``, the sandbox's own folder as the only writable place and
-  as ``/tmp`` (so the host's ``/tmp`` with every other sandbox and every verifier clone is
-  not there at all), the hidden paths (task folders, snapshot store, ``EVOROUND_HOME``,
-  the job folder) covered by empty read-only mounts; the Docker socket and the engines'
-  storage (image layers, container mounts) are left out of the view.
+- **bwrap** builds the command's view of the filesystem from scratch: the host's system
+  folders (:data:`SYSTEM_DIRS`) read-only, every other top-level folder (``/home``,
+  ``/root``, ``/srv``, ``/mnt``, a ``/work`` or ``/data``) empty except for the folders a
+  command needs from there (the engine's Python, ``PATH`` entries, the program it runs,
+  ``EVOROUND_LOCAL_SHOW``), a private ``/dev`` and ``/proc``, the sandbox's own folder as
+  the only writable place and as ``/tmp`` (so the host's ``/tmp`` with every other
+  sandbox and every verifier clone is not there at all), the hidden paths (task folders,
+  snapshot store, ``EVOROUND_HOME``, the job folder) covered by empty read-only mounts;
+  the Docker socket and the engines' storage (image layers, container mounts) are left
+  out of the view.
 - **unshare** (util-linux) runs the older script below: the hidden paths are covered, the
   rest of the host stays writable with the user's rights.
 """
@@ -149,6 +153,14 @@ time (a recursive bind that meets a vanishing mount fails), and an agent has no 
 reading image layers (a reference state may be one)."""
 OWN_MOUNTS = ("/proc", "/dev", "/tmp", "/sys")
 """Top-level folders bubblewrap provides itself (``/sys`` read-only, as it is)."""
+SYSTEM_DIRS = frozenset(
+    {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "var", "run",
+     "nix", "snap", "gnu"}
+)  # fmt: skip
+"""Top-level folders a bubblewrap view shows. The others hold people's files and, often,
+other copies of the very tasks being run (a benchmark's checkout, a test suite's fixtures,
+the task folder a job copied from): hiding only the task folder the job was given would
+leave those readable, hidden tests and reference solutions included."""
 
 
 def _unstable_mounts() -> set[Path]:
@@ -164,9 +176,10 @@ def _unstable_mounts() -> set[Path]:
 
 
 def host_view() -> list[str]:
-    """bubblewrap arguments that show the host read-only, minus :func:`_unstable_mounts`:
-    each top-level entry is bound whole, except the folders above a left-out mount,
-    which are rebuilt entry by entry around it."""
+    """bubblewrap arguments that show the host's system folders read-only, minus
+    :func:`_unstable_mounts`: each top-level system folder is bound whole, except the
+    folders above a left-out mount, which are rebuilt entry by entry around it; other
+    top-level folders are empty (see :func:`shown_dirs` for what comes back)."""
     skip = _unstable_mounts() | {Path(p) for p in docker_sockets()}  # root on the host
     above = {a for p in skip for a in p.parents}
     args: list[str] = []
@@ -179,6 +192,10 @@ def host_view() -> list[str]:
         for child in children:
             name = str(child)
             if child in skip or (folder == Path("/") and name in OWN_MOUNTS):
+                continue
+            if folder == Path("/") and child.name not in SYSTEM_DIRS and not child.is_symlink():
+                if child.is_dir():
+                    args.extend(["--dir", name])  # there, but empty
                 continue
             if child.is_symlink():
                 args.extend(["--symlink", os.readlink(child), name])
@@ -203,6 +220,49 @@ def _interpreter_dirs() -> list[Path]:
     return out
 
 
+def _in_view(path: Path) -> bool:
+    return len(path.parts) < 2 or path.parts[1] in SYSTEM_DIRS
+
+
+def shown_dirs(argv: list[str], search_path: str, hidden: tuple[Path, ...]) -> list[Path]:
+    """Folders outside the system folders that a command needs, shown read-only: the
+    engine's Python (the verifier runs it), the ``PATH`` entries and the folders of the
+    program run (a tool installed under ``~/.local``), and ``EVOROUND_LOCAL_SHOW``.
+
+    Only the engine's Python and the user's explicit ``EVOROUND_LOCAL_SHOW`` may be a
+    top-level folder, a home folder or a folder above a hidden path; found folders never
+    are (a ``PATH`` entry like ``/work`` would otherwise show every checkout under it)."""
+    from evoround.settings import settings
+
+    home = Path.home().resolve()
+    found: list[Path] = []
+    for entry in search_path.split(os.pathsep):
+        if entry.startswith("/"):
+            found.append(Path(entry))
+    if argv and argv[0].startswith("/"):
+        found += [Path(argv[0]).parent, Path(os.path.realpath(argv[0])).parent]
+    out: list[Path] = []
+
+    def add(d: Path) -> None:
+        with contextlib.suppress(OSError):
+            d = d.resolve()
+            if d.is_dir() and d not in out and not _in_view(d):
+                out.append(d)
+
+    for d in found:
+        with contextlib.suppress(OSError):
+            r = d.resolve()
+            if len(r.parts) < 3 or r == home or r in home.parents:
+                continue
+            if any(h == r or r in h.parents for h in hidden):
+                continue
+            add(r)
+    for entry in [*map(str, _interpreter_dirs()), *(settings().local_show or "").split(":")]:
+        if entry.startswith("/"):
+            add(Path(entry))
+    return out
+
+
 def bwrap_argv(
     root: Path,
     hidden: tuple[Path, ...],
@@ -212,6 +272,7 @@ def bwrap_argv(
     cwd: str,
     pid_namespace: bool = True,
     info_fd: int | None = None,
+    search_path: str = "",
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in sandbox ``root`` (see the module).
 
@@ -232,6 +293,9 @@ def bwrap_argv(
     if not network:
         out.append("--unshare-net")
     out += [*host_view(), "--dev", "/dev", "--proc", "/proc"]
+    shown = shown_dirs(argv, search_path, hidden)
+    for keep in shown:  # before the covers: a cover inside one of them stays
+        out += ["--ro-bind", str(keep), str(keep)]
     covered: list[str] = []
     for h in hidden:
         if h == Path("/tmp") or Path("/tmp") in h.parents:

@@ -289,7 +289,7 @@ class LocalSandbox(Sandbox):
         try:
             wrapped = bwrap_argv(self.root, self.hidden or (), argv, network=self.network,
                                  cwd=str(where), pid_namespace=self.pid_namespace,
-                                 info_fd=info_w)  # fmt: skip
+                                 info_fd=info_w, search_path=env.get("PATH", ""))  # fmt: skip
             wrapped = self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped
             res = local_run(wrapped, cwd=where, timeout=timeout, stdin=stdin, env=env,
                             pass_fds=(info_w,))  # fmt: skip

@@ -21,7 +21,7 @@ import pytest
 from evoround.reports import job_json
 from evoround.results import Mode
 from evoround.sandboxes import LocalProvider
-from evoround.sandboxes._isolation import bwrap_available, docker_sockets
+from evoround.sandboxes._isolation import SYSTEM_DIRS, bwrap_available, docker_sockets
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import load_task
 from tests.adversarial.attacks import STUB
@@ -55,6 +55,46 @@ def test_only_the_workspace_is_writable(tmp_path: Path) -> None:
     finally:
         (outside / "f").unlink(missing_ok=True)
         outside.rmdir()
+
+
+def test_other_copies_of_the_task_are_invisible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job runs a copy of the task: the folder it was copied from (a benchmark's
+    checkout, a test suite's fixtures, someone's home) is not in the view, hidden tests and
+    reference solutions included, while a tool installed there on ``PATH`` still runs and
+    ``EVOROUND_LOCAL_SHOW`` brings a folder back."""
+    other = Path(tempfile.mkdtemp(dir=Path.home(), prefix=".evoround-checkout-"))
+    tools = Path(tempfile.mkdtemp(dir=Path.home(), prefix=".evoround-tools-"))
+    try:
+        shutil.copytree(COUNTER, other / "counter")
+        (tools / "bin").mkdir()
+        tool = tools / "bin" / "evoround-probe-tool"
+        tool.write_text("#!/bin/sh\necho tool-ran\n")
+        tool.chmod(0o755)
+        (tools / "next-to-the-tool.txt").write_text("private\n")
+        monkeypatch.setenv("PATH", f"{tools / 'bin'}{os.pathsep}{os.environ['PATH']}")
+        task = load_task(shutil.copytree(COUNTER, tmp_path / "counter"))
+        provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
+        probe = (
+            f"cat {other}/counter/rounds/*/solution/files/*; cat {other}/counter/rounds/*/tests/*;"
+            f" cat {tools}/next-to-the-tool.txt; evoround-probe-tool;"
+            " find / -path /proc -prune -o -path /sys -prune -o -name task.toml -print"
+        )
+        with provider.create(task, "t/copies") as sb:
+            res = sb.exec(probe, timeout=120)
+        assert "tool-ran" in res.stdout, res.stderr
+        assert "count_words" not in res.stdout and "private" not in res.stdout, res.stdout
+        assert str(other) not in res.stdout, res.stdout
+        if COUNTER.parts[1] not in SYSTEM_DIRS:  # the suite's own fixtures too
+            assert str(COUNTER) not in res.stdout, res.stdout
+        monkeypatch.setenv("EVOROUND_LOCAL_SHOW", str(other))
+        with provider.create(task, "t/shown") as sb:
+            res = sb.exec(f"cat {other}/counter/task.toml", timeout=30)
+        assert res.exit_code == 0 and "counter" in res.stdout, res.stderr
+    finally:
+        shutil.rmtree(other, ignore_errors=True)
+        shutil.rmtree(tools, ignore_errors=True)
 
 
 def test_other_sandboxes_and_the_host_tmp_are_invisible(tmp_path: Path) -> None:
