@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# litellm fetches its price map from GitHub at import unless told not to; with no network
+# the fetch retries in a thread and logs warnings into whatever runs then (a CLI's output)
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 DOCKERFILE = """ARG BASE_IMAGE=python:3.12-slim
 FROM ${BASE_IMAGE}
 RUN python3 -c "import pytest" 2>/dev/null || pip install --no-cache-dir pytest

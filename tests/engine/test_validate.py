@@ -24,7 +24,7 @@ def failures(report: TaskValidation) -> list[tuple[str, int | None, str]]:
 def test_counter_fixture_is_valid_with_json_and_exit_0():
     res = runner.invoke(app, ["tasks", "validate", str(COUNTER), "--repeat", "1", "--json"])
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     assert data["ok"] is True
     checks = {(f["check"], f["round"]) for f in data["tasks"][0]["findings"]}
     for i in range(1, 5):
@@ -41,7 +41,7 @@ def test_round_whose_new_tests_already_pass_fails_with_exit_1(make_task: Callabl
     )
     res = runner.invoke(app, ["tasks", "validate", str(task), "--repeat", "1", "--json"])
     assert res.exit_code == 1
-    found = json.loads(res.output)["tasks"][0]["findings"]
+    found = json.loads(res.stdout)["tasks"][0]["findings"]
     bad = [f for f in found if f["status"] == "fail"]
     assert [(f["check"], f["round"]) for f in bad] == [("discriminative", 2)]
     assert "test_r2.py" in bad[0]["message"] and "round 1" in bad[0]["message"]
@@ -120,7 +120,7 @@ def test_schema_error_names_file_and_field(make_task: Callable[..., Path], tmp_p
 
 def test_bundled_library_validates():
     res = runner.invoke(app, ["tasks", "validate", str(library_path()), "--repeat", "1", "--json"])
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     bad = [(t["name"], f) for t in data["tasks"] for f in t["findings"] if f["status"] == "fail"]
     assert res.exit_code == 0 and data["ok"], bad
     assert {t["name"] for t in data["tasks"]} == {"ledger", "pricing", "configmigrate"}
