@@ -13,7 +13,10 @@ the caller that asked for state i goes on (its SR round starts) while states i+1
 are still being built, and a caller asking for a state the running chain will reach waits
 for that state only, not for the chain's end. So an SR round's own sandbox (a container
 start and, later, its removal: the dear part on Docker) overlaps the chain instead of
-following it, and a task's second SR round no longer waits for the whole chain.
+following it, and a task's second SR round no longer waits for the whole chain. The chain's
+sandbox takes a container slot of its own (``LimitedProvider``): a caller must ask for its
+state before it opens a sandbox, never while it holds one (every caller does so), or with a
+single slot it would wait for a chain that waits for that slot.
 """
 
 from __future__ import annotations
