@@ -16,9 +16,11 @@ Nothing waits for background work (spare containers being started and filled, re
 before a boundary: a real job does not either, and an agent turn here is only as long as
 the oracle's. Medians, min/max, and the ratio of each size's median to the 1 MB one.
 
-``--harbor`` adds harbor_multiturn's boundary on a compose service of the same image:
-``docker-compose stop`` the service, ``docker commit`` it, ``docker-compose start`` it
-(needs ``docker-compose``; off by default, as it costs seconds per round).
+``--harbor`` adds harbor_multiturn's round boundary on a compose service of the same image
+(needs ``docker-compose`` to create the service; off by default), in its two forms (see
+:func:`harbor_compose`): ``harbor`` verifies in the agent's own container (its default),
+``harbor-state`` also captures the round's state snapshot (its ``multiround_state_cache_policy``
+``all``/``success``: stop, commit, save, start again).
 
     python benchmarks/boundary.py
     python benchmarks/boundary.py --sizes 1,50 --backends local,docker,docker-archive
@@ -155,44 +157,121 @@ def run_config(name: str, task: Task, rounds: int, tmp: Path) -> list[dict[str, 
     return rows
 
 
-def harbor_compose(task: Task, rounds: int, image: str, tmp: Path) -> list[dict[str, float]]:
-    """harbor_multiturn's boundary: stop the compose service, commit it, start it again."""
+HARBOR_TEST_SH = """#!/bin/bash
+# the round's test.sh as harbor tasks write it: pytest, then the reward file; pytest's own
+# time is written beside it, so the boundary's overhead excludes it (as evoround's "test")
+cd /workspace
+t0=$(date +%s.%N)
+python3 -m pytest -q -p no:cacheprovider /tests > /dev/null 2>&1; rc=$?
+echo "$(date +%s.%N) $t0" | awk '{print $1 - $2}' > /logs/verifier/pytest-sec.txt
+if [ $rc -eq 0 ]; then reward=1; else reward=0; fi
+echo $reward > /logs/verifier/reward.txt
+"""
+
+
+def harbor_compose(
+    task: Task, rounds: int, image: str, tmp: Path, *, state: bool
+) -> list[dict[str, float]]:
+    """harbor_multiturn's round boundary, on a compose service ``main`` of the same image.
+
+    What UniPat-AI/harbor_multiturn does between two rounds of one trial
+    (``src/harbor/trial/single_step.py``, ``SingleStepTrial._execute_multiround``; a
+    ``[[steps]]`` task's boundary in ``src/harbor/trial/multi_step.py`` has the same shape in
+    its default ``shared`` verifier mode: ``_reset_shared_step_verifier_dirs`` then
+    ``_run_shared_verifier``, in the agent's own environment, and no stop):
+
+    ``_verify_round`` runs the round's tests **inside the agent's own container** (no
+    isolation from what the agent changed, no snapshot): ``reset_dirs`` of ``/tests`` (one
+    ``exec`` as root: ``rm -rf``, ``mkdir -p``, ``chmod 777``), ``upload_dir`` of the round's
+    tests, one ``exec`` removing the old ``reward.txt``/``reward.json``, ``chmod +x`` of the
+    test script, one ``exec`` of the script with its stdout into ``/logs/verifier``; the
+    reward is then read on the host from the bind-mounted ``/logs/verifier`` (the Docker
+    environment is ``mounted``). That is the whole boundary by default
+    (``multiround_state_cache_policy`` is ``off``): config ``harbor``.
+
+    With a state cache policy (``all``/``success``, needed to resume a trial at a later
+    round) ``_capture_environment_state_snapshot`` follows, i.e.
+    ``DockerEnvironment.capture_state_snapshot`` (``src/harbor/environments/docker/
+    docker.py``): ``exec sync``, ``docker compose stop -t 30 main``, ``ps -a -q main``,
+    ``docker commit`` of the stopped container, ``docker image inspect``, ``docker save -o``
+    of the image into the trial folder (``archive_path`` is always passed), then ``docker
+    compose up --detach --wait`` to go on: config ``harbor-state`` (its ``state`` phase).
+
+    Harbor calls these through ``docker compose`` (v2, a Go binary: each call is about one
+    ``docker`` CLI call). This machine has only ``docker-compose`` v1, whose Python start-up
+    costs about 1 s per call, which would overstate harbor's cost; so the service is created
+    with it, and each per-round call is made with the ``docker`` CLI on the service's
+    container (``exec``, ``cp``, ``stop -t 30``, ``commit``, ``save``, ``start``): the same
+    daemon calls compose v2 makes. The ``ps``/``inspect`` look-ups are left out (they only
+    read state). Overhead excludes pytest's own run, as evoround's ``test`` does.
+    """
     project = f"evoround-bench-{uuid.uuid4().hex[:6]}"
+    logs = tmp / f"{project}-verifier"
+    logs.mkdir()
+    logs.chmod(0o777)
     compose = tmp / f"{project}.yml"
     compose.write_text(
         f"version: '2.4'\nservices:\n  main:\n    image: {image}\n"
         "    command: [sleep, infinity]\n    init: true\n    network_mode: none\n"
+        f"    volumes: ['{logs}:/logs/verifier']\n"
     )
     dc = ["docker-compose", "-p", project, "-f", str(compose)]
 
-    def run(*args: str) -> str:
-        return subprocess.run(
-            [*dc, *args], check=True, capture_output=True, text=True
-        ).stdout.strip()
+    def docker(*args: str, stdin: Path | None = None) -> str:
+        out = subprocess.run(
+            ["docker", *args], check=True, capture_output=True, text=stdin is None,
+            stdin=stdin.open("rb") if stdin else None,
+        ).stdout  # fmt: skip
+        return out.strip() if isinstance(out, str) else ""
 
     rows: list[dict[str, float]] = []
-    run("up", "-d")
+    subprocess.run([*dc, "up", "-d"], check=True, capture_output=True)
+    saved = tmp / f"{project}-state.tar"
     try:
-        cid = run("ps", "-q", "main")
-        subprocess.run(["docker", "cp", f"{task.workspace_dir}/.", f"{cid}:/workspace"], check=True)
+        cid = subprocess.run(
+            [*dc, "ps", "-q", "main"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        docker("cp", f"{task.workspace_dir}/.", f"{cid}:/workspace")
         for i in range(1, rounds + 1):
-            script = task.round(i).solution_dir / "solve.sh"
-            subprocess.run(
-                ["docker", "exec", "-i", "-w", "/workspace", cid, "bash"],
-                stdin=script.open("rb"), check=True, capture_output=True,
-            )  # fmt: skip
+            docker("exec", "-i", "-w", "/workspace", cid, "bash",
+                   stdin=task.round(i).solution_dir / "solve.sh")  # the agent's turn  # fmt: skip
+            tests = tmp / f"{project}-tests-{i:02d}"
+            tests.mkdir()
+            for j in range(1, i + 1):  # the cumulative suite, as evoround's verifier runs it
+                for f in task.round(j).tests_dir.iterdir():
+                    shutil.copy(f, tests / f.name)
+            (tests / "test.sh").write_text(HARBOR_TEST_SH)
             t: dict[str, float] = {}
-            t["stop"], _ = timed(lambda: run("stop", "main"))
-            t["commit"], img = timed(
-                lambda: subprocess.run(["docker", "commit", cid], check=True, capture_output=True,
-                                       text=True).stdout.strip()
-            )  # fmt: skip
-            t["start"], _ = timed(lambda: run("start", "main"))
-            t["overhead"] = t["stop"] + t["commit"] + t["start"]
+            t0 = time.perf_counter()
+            docker("exec", "-u", "root", cid, "bash", "-c",
+                   "rm -rf /tests && mkdir -p /tests && chmod 777 /tests")  # fmt: skip
+            docker("cp", f"{tests}/.", f"{cid}:/tests")
+            docker("exec", "-u", "root", cid, "bash", "-c",
+                   "rm -f /logs/verifier/reward.txt /logs/verifier/reward.json")  # fmt: skip
+            docker("exec", "-u", "root", cid, "chmod", "+x", "/tests/test.sh")
+            docker("exec", "-w", "/workspace", cid, "bash", "-c",
+                   "/tests/test.sh > /logs/verifier/test-stdout.txt 2>&1")  # fmt: skip
+            if (logs / "reward.txt").read_text().strip() != "1":
+                raise SystemExit(f"harbor {task.name} round {i}: the oracle state failed")
+            t["test"] = float((logs / "pytest-sec.txt").read_text())
+            t["verify"] = time.perf_counter() - t0 - t["test"]
+            t["state"] = 0.0
+            if state:
+                t1 = time.perf_counter()
+                docker("exec", cid, "sync")
+                docker("stop", "-t", "30", cid)
+                img = docker("commit", cid, f"{project}-round-{i}")
+                docker("save", "-o", str(saved), img)
+                docker("start", cid)
+                t["state"] = time.perf_counter() - t1
+                subprocess.run(["docker", "rmi", "-f", img], capture_output=True)
+                saved.unlink(missing_ok=True)
+            t["overhead"] = t["verify"] + t["state"]
             rows.append(t)
-            subprocess.run(["docker", "rmi", "-f", str(img)], capture_output=True)
+            shutil.rmtree(tests, ignore_errors=True)
     finally:
         subprocess.run([*dc, "down", "-v", "-t", "1"], capture_output=True)
+        shutil.rmtree(logs, ignore_errors=True)
     return rows
 
 
@@ -222,8 +301,11 @@ def main(argv: list[str] | None = None) -> int:
 
                 with DockerProvider(SnapshotStore(tmp / "store-harbor"), job="bench-h") as p:
                     image = p.task_image(task).image_id
-                print(f"running harbor_multiturn, {size} MB...", file=sys.stderr, flush=True)
-                results[("harbor", size)] = harbor_compose(task, args.rounds, image, tmp)
+                for name, state in (("harbor", False), ("harbor-state", True)):
+                    print(f"running {name}, {size} MB...", file=sys.stderr, flush=True)
+                    results[(name, size)] = harbor_compose(
+                        task, args.rounds, image, tmp, state=state
+                    )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -239,9 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         base = results.get((name, sizes[0]))
         ratio = med(rows, "overhead") / med(base, "overhead") if base else float("nan")
         lo, hi = min(r["overhead"] for r in rows), max(r["overhead"] for r in rows)
-        if name == "harbor":
-            cells = f"{'stop+commit+start':>40}"
-            test = f"{'-':>8}"
+        if name.startswith("harbor"):
+            what = "verify in place" + (
+                f" + state {med(rows, 'state'):.3f}" if name != "harbor" else ""
+            )
+            cells = f"{what:>40}"
+            test = f"{med(rows, 'test'):>8.3f}"
         else:
             cells = "".join(f"{med(rows, p):>10.3f}" for p in PHASES)
             test = f"{med(rows, 'test'):>8.3f}"

@@ -11,7 +11,10 @@ from the reference state before it. Measured side by side, per backend:
                created from it
     re-run     the same with a new provider on the same store: every state is cached
 
-and counted: the reference solutions each one applied (a re-run must apply none).
+and counted: the reference solutions each one applied (a re-run must apply none). Also
+timed: how long until round 2 (the first round that starts from a reference state) has its
+start state in its sandbox, from the start of the phase: the wait an SR job sees before its
+second round can begin.
 Like for like: both sides start the same N SR sandboxes (each opened and closed, from the
 same provider), and each side's time runs until the provider is idle, so container starts,
 removals and folder recycling set off in the background are counted, not left to the next
@@ -68,8 +71,9 @@ def make_provider(backend: str, store: SnapshotStore, tmp: Path, tag: str) -> Sa
     return DockerProvider(store, job=f"bench-refs-{tag}", snapshot_mode=mode)
 
 
-def replay(task: Task, provider: SandboxProvider) -> int:
-    """Every SR round's start state by replaying the solutions before it; applications."""
+def replay(task: Task, provider: SandboxProvider, ready: list[float]) -> int:
+    """Every SR round's start state by replaying the solutions before it; applications.
+    ``ready`` gets the time each round's sandbox holds its start state."""
     applied = 0
     for i in range(1, len(task.rounds) + 1):
         with provider.create(task, f"{task.name}/sr-replay-r{i:02d}") as sb:
@@ -80,45 +84,60 @@ def replay(task: Task, provider: SandboxProvider) -> int:
                     solution_env(task),
                 )  # fmt: skip
                 applied += 1
+            ready.append(time.perf_counter())
     return applied
 
 
-def from_references(task: Task, provider: SandboxProvider, store: SnapshotStore) -> int:
+def from_references(
+    task: Task, provider: SandboxProvider, store: SnapshotStore, ready: list[float]
+) -> int:
     """Every SR round's start state as the engine gets it; returns references applied."""
     before = sum(1 for s in store.all() if s.kind is SnapshotKind.reference)
     last = len(task.rounds) - 1
     for i in range(1, len(task.rounds) + 1):
         start = reference_snapshot(task, i - 1, provider, store, upto=last)
         with provider.create(task, f"{task.name}/sr-r{i:02d}", start):
-            pass
+            ready.append(time.perf_counter())
     return sum(1 for s in store.all() if s.kind is SnapshotKind.reference) - before
 
 
-def timed(fn: Callable[[], int], provider: SandboxProvider) -> tuple[float, int]:
-    """``fn``'s time until the provider's background work is done too (see the doc)."""
+def timed(fn: Callable[[list[float]], int], provider: SandboxProvider) -> tuple[float, int, float]:
+    """``fn``'s time until the provider's background work is done too (see the doc), its
+    result, and the time until round 2 held its start state."""
+    ready: list[float] = []
     t = time.perf_counter()
-    n = fn()
+    n = fn(ready)
     wait_idle = getattr(provider, "wait_idle", None)
     if wait_idle is not None:
         wait_idle()
-    return time.perf_counter() - t, n
+    return time.perf_counter() - t, n, ready[1] - t
 
 
 def run_backend(backend: str, task: Task, tmp: Path, repeat: int) -> dict[str, list[float]]:
-    rows: dict[str, list[float]] = {"replay": [], "first": [], "rerun": [], "applied": []}
+    rows: dict[str, list[float]] = {
+        k: [] for k in ("replay", "first", "rerun", "applied", "replay2", "first2")
+    }
     for r in range(repeat):
         store = SnapshotStore(tmp / f"store-{backend}-{r}")
         provider = make_provider(backend, store, tmp, f"{r}a")
         try:
-            t, n = timed(lambda p=provider: replay(task, p), provider)  # type: ignore[misc]
+            t, n, t2 = timed(lambda ready, p=provider: replay(task, p, ready), provider)  # type: ignore[misc]
             rows["replay"].append(t)
-            t, n = timed(lambda p=provider, s=store: from_references(task, p, s), provider)  # type: ignore[misc]
+            rows["replay2"].append(t2)
+            t, n, t2 = timed(
+                lambda ready, p=provider, s=store: from_references(task, p, s, ready),  # type: ignore[misc]
+                provider,
+            )
             rows["first"].append(t)
+            rows["first2"].append(t2)
         finally:
             provider.close()
         provider = make_provider(backend, store, tmp, f"{r}b")  # a new run, same machine
         try:
-            t, n = timed(lambda p=provider, s=store: from_references(task, p, s), provider)  # type: ignore[misc]
+            t, n, _ = timed(
+                lambda ready, p=provider, s=store: from_references(task, p, s, ready),  # type: ignore[misc]
+                provider,
+            )
             rows["rerun"].append(t)
             rows["applied"].append(float(n))
         finally:
@@ -168,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
         chain = statistics.median(rows["first"]) - rerun
         print(f"  {backend:<13} replay {extra:.3f} s, reference chain {chain:.3f} s: "
               f"{extra / chain if chain > 0 else float('inf'):.1f}x")  # fmt: skip
+    print("\nuntil round 2 holds its start state (the wait before an SR job's second round):")
+    for backend, rows in results.items():
+        print(
+            f"  {backend:<13} replay {stats(rows['replay2'])} s, "
+            f"first run {stats(rows['first2'])} s"
+        )
     print(f"\nreplay applies {n * (n - 1) // 2} reference solutions; the first run {n - 1}")
     print(
         f"both sides open and close the same {n} SR sandboxes and are timed until the "

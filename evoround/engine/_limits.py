@@ -36,7 +36,9 @@ class LimitedProvider(SandboxProvider):
     for a build slot), delegating everything else to the wrapped provider.
 
     The slot is per thread and re-entrant: an attempt's nested sandboxes (verification
-    clone, reference build) ride on its slot, so N slots can never all wait on each other.
+    clone) ride on its slot, so N slots can never all wait on each other. A task's reference
+    chain is built on a thread of its own and takes a slot of its own: every caller asks for
+    its reference state before it opens a sandbox, so no slot is held while it waits.
     """
 
     def __init__(self, inner: SandboxProvider, limits: Limits) -> None:

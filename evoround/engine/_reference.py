@@ -7,14 +7,60 @@ built in one sandbox per task: asked for one state, the builder goes on to ``upt
 last state the task's SR rounds start from) while it has the sandbox, and each state is an
 incremental snapshot of the one before (on host-folder and local workspaces only changed
 files are hashed and stored).
+
+The chain runs on a thread of its own and hands each state out the moment it is stored:
+the caller that asked for state i goes on (its SR round starts) while states i+1 .. upto
+are still being built, and a caller asking for a state the running chain will reach waits
+for that state only, not for the chain's end. So an SR round's own sandbox (a container
+start and, later, its removal: the dear part on Docker) overlaps the chain instead of
+following it, and a task's second SR round no longer waits for the whole chain. The chain's
+sandbox takes a container slot of its own (``LimitedProvider``): a caller must ask for its
+state before it opens a sandbox, never while it holds one (every caller does so), or with a
+single slot it would wait for a chain that waits for that slot.
 """
 
 from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
 
 from evoround.sandboxes import SandboxProvider
 from evoround.scaffolds import prepare_round, reference_apply, solution_env
 from evoround.snapshots import Snapshot, SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task
+
+
+@dataclass
+class _Chain:
+    """One task's reference chain being built on a thread of this process."""
+
+    last: int
+    cond: threading.Condition = field(default_factory=threading.Condition)
+    built: dict[int, Snapshot] = field(default_factory=dict)
+    """States this chain stored (or found cached), by round."""
+    error: BaseException | None = None
+    failed_at: int = 0
+    """The first round the error leaves without a state (its waiters get the error)."""
+    done: bool = False
+
+    def publish(self, round_index: int, snap: Snapshot) -> None:
+        with self.cond:
+            self.built[round_index] = snap
+            self.cond.notify_all()
+
+
+_CHAINS: dict[tuple[int, str, str, str], _Chain] = {}
+"""Running chains by (provider, store, backend, task digest)."""
+_CHAINS_LOCK = threading.Lock()
+
+
+def _valid(
+    task: Task, round_index: int, provider: SandboxProvider, store: SnapshotStore
+) -> Snapshot | None:
+    """A cached reference whose content still exists (read without the lock: a stored state
+    never changes; a dangling entry is left for :func:`_cached` to drop, under the lock)."""
+    snap = store.reference(provider.name, task.digest, round_index)
+    return snap if snap is not None and provider.has_snapshot(snap) else None
 
 
 def _cached(
@@ -40,15 +86,71 @@ def reference_snapshot(
 
     When it must be built, the states after ``round_index + 1 .. upto`` are built in the
     same sandbox too (SR needs every one of them: a later round then finds its start cached
-    instead of opening a sandbox of its own).
+    instead of opening a sandbox of its own), on the chain's thread, after this returns.
+    A reference solution that fails raises here for every state it leaves unbuilt.
     """
     if round_index == 0:
         return None
+    hit = _valid(task, round_index, provider, store)
+    if hit is not None:
+        return hit
     last = max(round_index, upto or 0)
+    key = (id(provider), str(store.root), provider.name, task.digest)
+    while True:
+        with _CHAINS_LOCK:
+            chain = _CHAINS.get(key)
+            if chain is None:
+                chain = _CHAINS[key] = _Chain(last)
+                threading.Thread(
+                    target=_run_chain,
+                    args=(key, chain, task, round_index, provider, store),
+                    name=f"evoround-reference-{task.name}",
+                    daemon=True,  # an interrupted engine exits; its provider removes the sandbox
+                ).start()
+        with chain.cond:
+            while round_index not in chain.built and not chain.done:
+                chain.cond.wait()
+            if round_index in chain.built:
+                return chain.built[round_index]
+            if chain.error is not None and chain.failed_at <= round_index:
+                raise chain.error
+        # that chain ended short of this state (it was started for an earlier one, or found
+        # the rest built by another process): the next chain starts from the cache
+
+
+def _run_chain(
+    key: tuple[int, str, str, str],
+    chain: _Chain,
+    task: Task,
+    round_index: int,
+    provider: SandboxProvider,
+    store: SnapshotStore,
+) -> None:
+    try:
+        _build(chain, task, round_index, provider, store)
+    except BaseException as e:  # noqa: BLE001 - handed to the states' waiters
+        with chain.cond:
+            chain.error = e
+            chain.failed_at = max(chain.built, default=0) + 1
+    finally:
+        with _CHAINS_LOCK:
+            if _CHAINS.get(key) is chain:
+                del _CHAINS[key]
+        with chain.cond:
+            chain.done = True
+            chain.cond.notify_all()
+
+
+def _build(
+    chain: _Chain, task: Task, round_index: int, provider: SandboxProvider, store: SnapshotStore
+) -> None:
+    """States ``round_index .. chain.last`` (what is not cached), each published as stored."""
+    last = chain.last
     with store.lock(f"reference-{provider.name}-{task.digest}"):
         cached = _cached(task, round_index, provider, store)
         if cached is not None:
-            return cached
+            chain.publish(round_index, cached)
+            return
         start = 0
         base: Snapshot | None = None
         for j in range(round_index - 1, 0, -1):
@@ -56,11 +158,10 @@ def reference_snapshot(
             if base is not None:
                 start = j
                 break
-        wanted: Snapshot | None = None
-        # SR rounds round_index+1 .. last+1 each open a sandbox once this returns: their
-        # starts overlap the chain (and the start of the chain's own sandbox) instead of
-        # following it one by one. Announced again once the chain has its sandbox: if that
-        # took a ready spare, one more is started (the announcement only ever tops up)
+        # SR rounds round_index+1 .. last+1 each open a sandbox: their starts overlap the
+        # chain (and the start of the chain's own sandbox) instead of following it one by
+        # one. Announced again once the chain has its sandbox: if that took a ready spare,
+        # one more is started (the announcement only ever tops up)
         sr_rounds = last - round_index + 1
         provider.expect(task, sr_rounds)
         with provider.create(task, f"{task.name}/reference", base) as sb:
@@ -84,7 +185,4 @@ def reference_snapshot(
                 )
                 snap = sb.snapshot(label)
                 store.set_reference(snap)
-                if j == round_index:
-                    wanted = snap
-        assert wanted is not None
-        return wanted
+                chain.publish(j, snap)

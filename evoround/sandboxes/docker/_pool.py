@@ -6,8 +6,10 @@ background. With host-folder workspaces a spare also comes with its folder alrea
 written: after a clone of snapshot S is taken, a spare holding S is prepared off the hot
 path, so the clone of the next round's snapshot (whose parent is S) writes only what that
 round changed. When creations are announced (a task's SR rounds, while their reference
-chain is built) the pool keeps up to that many spares, so their starts overlap the chain
-instead of following it one by one.
+chain is built) the pool keeps up to that many spares, plus the one it always keeps ready,
+so their starts overlap the chain instead of following it one by one, and the last
+announced creation does not start the next ready spare behind it (after the chain: a start
+on nothing's path but the machine's, which a 2-core machine pays in wall time).
 """
 
 from __future__ import annotations
@@ -45,11 +47,12 @@ class SparePool:
 
     def expect(self, key: tuple[Any, ...], count: int) -> int:
         """Announce ``count`` creations of ``key`` soon; returns the spares to start for them
-        (the shortfall of ready, filling and recycling spares)."""
+        and the one kept ready after them (the shortfall of ready, filling and recycling
+        spares)."""
         with self._lock:
             want = min(max(self._expected.get(key, 0), count), MAX_EXPECTED)
             self._expected[key] = want
-            return max(0, want - self._supply(key))
+            return max(0, want + 1 - self._supply(key)) if want else 0
 
     def _supply(self, key: tuple[Any, ...]) -> int:
         filling = sum(n for (k, _), n in self._filling.items() if k == key)
@@ -118,7 +121,7 @@ class SparePool:
         being prepared already (an empty one: and announced creations have enough)."""
         with self._lock:
             expected = self._expected.get(key, 0) if holds is None else 0
-            if expected and self._supply(key) >= expected:
+            if expected and self._supply(key) >= expected + 1:
                 return False
             if not expected:
                 if self._filling.get((key, holds)):
@@ -142,7 +145,7 @@ class SparePool:
         with self._lock:
             spares = self._spares.setdefault(key, [])
             spares.append(spare)
-            keep = max(MAX_SPARES, self._expected.get(key, 0))
+            keep = max(MAX_SPARES, self._expected.get(key, 0) + 1)
             evicted = spares[:-keep] if len(spares) > keep else []
             del spares[: len(evicted)]
             self._lock.notify_all()
