@@ -15,12 +15,13 @@ whichever side of ``assert L == R`` (or of ``self.assertEqual(first, second)`` a
 a genuine ``unittest.TestCase``) it stands on, so ``assert 5 == add(2, 3)`` is covered too.
 An always-equal result then passes the changed check, an honest result cannot.
 
-When no certainly-run check has a known expected side, the right side of each check goes
-through the helper instead (the convention ``assert actual == expected``). Nothing is changed
-against a side that looks like a matcher (``ANY``, ``approx``, ``IsInt()``, an object built
-from a class right there), which an honest test may find equal to the changed value too.
-An always-equal result on the right of a check whose expected side is not known is not
-detected (the twin fails, as an honest run's does).
+When no certainly-run check has a known expected side, each check asks the helper whether
+either side equals the other one changed (``assert L == R`` becomes
+``assert helper(L, R) == True``): an always-equal result passes that on either side, an
+honest pair of values cannot. Nothing is changed against a side that looks like a matcher
+(``ANY``, ``approx``, ``IsInt()``, an object built from a class right there), which an honest
+test may find equal to the changed value too: with a matcher on the right only the right
+side is changed, with one on the left nothing is.
 """
 
 from __future__ import annotations
@@ -326,7 +327,14 @@ def rewrite_checks(
 
                 break
         guess = None
-        if not _looks_like_matcher(left):
+        if kind == "eq" and not _looks_like_matcher(left) and not _looks_like_matcher(right):
+
+            def guess(h=holder, lt=left, r=right) -> None:  # type: ignore[misc]
+                _replace(h, 0, ast.Call(ast.Name(helper, ast.Load()), [lt, r], []))
+                _replace(h, 1, ast.Constant(True))
+                used[0] = True
+
+        elif not _looks_like_matcher(left):
 
             def guess(h=holder, r=right) -> None:  # type: ignore[misc]
                 _replace(h, 1, ast.Call(ast.Name(helper, ast.Load()), [r], []))

@@ -54,8 +54,19 @@ _WORDS = (
 
 _HELPER = '''
 
-def {name}(expected):
-    """A value of the same type that is not ``expected`` (a fresh object otherwise)."""
+def {name}(expected, *right):
+    """A value of the same type that is not ``expected`` (a fresh object otherwise); with a
+    second value: whether either of the two equals the other one changed."""
+    if right:
+        try:
+            if bool(expected == {name}(right[0])):
+                return True
+        except Exception:
+            pass
+        try:
+            return bool({name}(expected) == right[0])
+        except Exception:
+            return False
     token = "{token}"
     try:
         kind = type(expected)

@@ -173,6 +173,32 @@ def test_param(total, a, b):
     assert total == add(a, b)
 """
 
+# expectations the text does not show to be one: the check must hold an always-equal result
+# on either side
+UNKNOWN = """
+import pytest
+from impl import add, words
+
+
+@pytest.fixture
+def five():
+    return 5
+
+
+def test_fixture_left(five):
+    assert five == add(2, 3)
+
+
+def test_computed_left():
+    expected = sum([2, 3])
+    assert expected == add(2, 3)
+
+
+def test_computed_right():
+    expected = "a b".split()
+    assert words("a b") == expected
+"""
+
 # honest tests whose expected values compare equal to more than one thing (or raise)
 SENTINELS = """
 import math
@@ -331,7 +357,8 @@ def _split(plan: TwinPlan, outcomes: dict[str, str]) -> tuple[dict[str, str], di
 
 
 @pytest.mark.parametrize(
-    ("source", "count"), [(PYTEST_CLASSES, 6), (UNITTEST_CLASSES, 9), (LEFT, 3)]
+    ("source", "count"),
+    [(PYTEST_CLASSES, 6), (UNITTEST_CLASSES, 9), (LEFT, 3), (UNKNOWN, 3)],
 )
 def test_every_twin_fails_honestly_and_passes_always_equal_results(
     tmp_path: Path, source: str, count: int
