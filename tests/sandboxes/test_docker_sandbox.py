@@ -393,3 +393,18 @@ def test_upload_is_cut_off_at_the_deadline(provider_factory, task, tmp_path: Pat
     assert sb.exec(["true"], timeout=30).exit_code == 0
     full = sb.exec(["sh", "-c", "test -s /tmp/up/blob && stat -c %s /tmp/up/blob"], timeout=30)
     assert full.stdout.strip() != str(300 << 20)
+
+
+@pytest.mark.parametrize("mode", [None, SnapshotMode.archive])
+def test_snapshot_of_a_paused_container_thaws_it(docker_client, provider_factory, task, mode):
+    """A freeze the snapshot did not make (the daemon reporting a thaw it had not finished
+    leaves one; here an outside ``docker pause``) is not the round's failure: the snapshot
+    is taken and the container is running afterwards."""
+    p = provider_factory(**({"snapshot_mode": mode} if mode else {}))
+    with p.create(task, "paused/mt") as sb:
+        sb.exec("echo mine > mine.txt")
+        docker_client.api.pause(sb.container_id)
+        snap = sb.snapshot(label(task))
+        assert docker_client.api.inspect_container(sb.container_id)["State"]["Paused"] is False
+        assert sb.exec("cat mine.txt").stdout == "mine\n"
+    assert "mine.txt" in {e["path"] for e in p.store.manifest(snap.locator)}

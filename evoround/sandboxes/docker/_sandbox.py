@@ -452,7 +452,7 @@ class DockerSandbox(Sandbox):
         env = self.task.config.environment
         # Frozen while read (the archive is produced as it streams): a background writer
         # the agent left cannot tear the snapshot.
-        self._api_call("pause for snapshot", lambda: self._api.pause(self.container_id))
+        self._pause()
         try:
             stream, _ = self._api_call(
                 "snapshot", lambda: self._api.get_archive(self.container_id, self.workdir)
@@ -485,7 +485,7 @@ class DockerSandbox(Sandbox):
         """Walk the host workspace with the store's stat cache while the container is frozen
         (nothing can change a file, or swap a directory for a link, mid-walk)."""
         env = self.task.config.environment
-        self._api_call("pause for snapshot", lambda: self._api.pause(self.container_id))
+        self._pause()
         try:
             manifest, size, files = self._provider.store.capture_dir(
                 folder.ws,
@@ -497,20 +497,29 @@ class DockerSandbox(Sandbox):
             self._unpause()
         return self._provider.store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 
+    def _pause(self) -> None:
+        try:
+            self._api_call("pause for snapshot", lambda: self._api.pause(self.container_id))
+        except SandboxError as e:  # a thaw the daemon reported but had not finished
+            if "already paused" not in str(e):
+                raise
+
     def _unpause(self) -> None:
-        """Thaw after a snapshot. Under load the daemon can refuse an unpause while the
-        freeze is still settling: retried, as a container left frozen fails every later exec
-        (and never with the snapshot's own error hidden: this one is not raised)."""
+        """Thaw, retried until the state says thawed (under load the daemon refuses one
+        mid-freeze or reports one done that is not); never raises over a snapshot's error."""
         for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 0):
             try:
                 self._api.unpause(self.container_id)
-                return
             except docker.errors.NotFound:
                 return
             except docker.errors.APIError as e:
-                if "is not paused" in str(e):
+                if "is not paused" not in str(e):  # still freezing: again after the delay
+                    time.sleep(delay)
+                    continue
+            with contextlib.suppress(docker.errors.APIError):
+                if not (self._state() or {}).get("Paused"):
                     return
-                time.sleep(delay)
+            time.sleep(delay)
 
     def _commit(self, label: SnapshotLabel) -> Snapshot:
         labels = {
