@@ -70,21 +70,30 @@ class Cgroup:
         return ["sh", "-c", ENTER, "evoround-cgroup", *procs, "--", *argv]
 
     def remove(self) -> None:
-        """Kill what is still inside (a persistent agent's server, a stray), then remove."""
-        for _ in range(50):
-            alive = False
-            for f in self.folders:
+        """Kill what is still inside (a persistent agent's server, a stray), then remove,
+        retried for a while: a process the OOM killer hit can take seconds to leave under
+        load, and until it has, the group cannot be removed."""
+        deadline = time.monotonic() + 10
+        left = list(self.folders)
+        while left:
+            for f in left:
                 with contextlib.suppress(OSError, ValueError):
                     for pid in (f / "cgroup.procs").read_text().split():
-                        alive = True
                         with contextlib.suppress(OSError):
                             os.kill(int(pid), signal.SIGKILL)
-            if not alive:
+            busy = []
+            for f in left:
+                try:
+                    f.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    busy.append(f)
+            left = busy
+            if left and time.monotonic() < deadline:
+                time.sleep(0.02)
+            else:
                 break
-            time.sleep(0.02)
-        for f in self.folders:
-            with contextlib.suppress(OSError):
-                f.rmdir()
 
 
 def _write(path: Path, value: str) -> bool:

@@ -88,21 +88,19 @@ def _plain(v: object) -> bool:
 
 
 def alter(v: object, rng: random.Random) -> object:
-    """A literal value that no honest result equal to ``v`` can equal: numbers move away from
-    zero by more than their size (beyond any ``places`` or ``approx`` tolerance, keeping their
-    sign, so an exit code stays a plausible exit code), text changes one letter
-    or digit for another (also different ignoring case), a container changes one element."""
+    """A literal value that no honest result can equal, right or wrong: a wrong answer is
+    often near the right one (off by one, a flipped flag, a letter), so numbers move by a
+    large random amount (beyond any ``places`` or ``approx`` tolerance), text gains a random
+    token, a container changes one element that way or gains a token; ``True``, ``False``
+    and ``None`` have no such value (:data:`NO`: the check is then left to the helper)."""
     t = type(v)
-    if v is None:
-        return rng.randrange(2, 100)
-    if t is bool:
-        return not v
+    if v is None or t is bool:
+        return NO
     if t in (int, float, complex):
         sign = -1 if t is not complex and v < 0 else 1  # type: ignore[operator]
-        step = sign * rng.randrange(1, 10) * (abs(v) + 1)  # type: ignore[arg-type]
-        new = v + step  # type: ignore[operator]
+        new = v + sign * (rng.randrange(10**6, 10**9) + abs(v))  # type: ignore[operator]
         if t is float and (not math.isfinite(new) or new == v):
-            new = -v - 1.0  # type: ignore[operator]
+            return NO
         return new
     if t is str:
         return _alter_text(v, rng)  # type: ignore[arg-type]
@@ -115,7 +113,7 @@ def alter(v: object, rng: random.Random) -> object:
             if new is not NO:
                 items[i] = new
                 return t(items)
-        return t([*items, rng.randrange(2, 100)])
+        return t([*items, _token(rng)])
     if t is dict:
         d = dict(v)  # type: ignore[call-overload]
         for k in rng.sample(list(d), len(d)):
@@ -123,28 +121,19 @@ def alter(v: object, rng: random.Random) -> object:
             if new is not NO:
                 d[k] = new
                 return d
-        d["".join(rng.choices(string.ascii_lowercase, k=6))] = rng.randrange(2, 100)
+        d[_token(rng)] = _token(rng)
         return d
     if t in (set, frozenset):
-        for seed in [*sorted(v, key=repr), 0, "x"]:  # type: ignore[call-overload]
-            new = alter(seed, rng)
-            if new is not NO and new not in v:  # type: ignore[operator]
-                return t({*v, new})  # type: ignore[misc]
+        return t({*v, _token(rng)})  # type: ignore[misc]
     return NO
 
 
+def _token(rng: random.Random) -> str:
+    return "".join(rng.choices(string.ascii_lowercase + string.digits, k=10))
+
+
 def _alter_text(s: str, rng: random.Random) -> str:
-    spots = [i for i, c in enumerate(s) if c.isascii() and c.isalnum()]
-    if not spots:
-        return s + rng.choice(string.ascii_lowercase)
-    i = rng.choice(spots)
-    c = s[i]
-    if c.isdigit():
-        pool = [d for d in string.digits if d != c]
-    else:
-        letters = string.ascii_lowercase if c.islower() else string.ascii_uppercase
-        pool = [x for x in letters if x.lower() != c.lower()]
-    return s[:i] + rng.choice(pool) + s[i + 1 :]
+    return s + "_" + _token(rng)
 
 
 def value_node(v: object) -> ast.expr:

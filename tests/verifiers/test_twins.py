@@ -524,8 +524,8 @@ def test_twin_evidence_is_class_qualified() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [0, -3, 10**20, 0.3, -1e308, 1e308, 2j, "", "Hello", "  ", b"abc", True, False, None,
-     [], [1, "a"], (0.5,), {}, {"k": [1, 2]}, {1, 2}, frozenset({"x"}), [[None]]],
+    [0, -3, 10**20, 0.3, 2j, "", "Hello", "  ", b"abc", [], [1, "a"], (0.5,), {},
+     {"k": [1, 2]}, {1, 2}, frozenset({"x"}), [[None]], [True]],
 )  # fmt: skip
 def test_alter_always_differs_and_is_a_literal(value: object) -> None:
     rng = random.Random(7)
@@ -536,3 +536,31 @@ def test_alter_always_differs_and_is_a_literal(value: object) -> None:
             assert new.lower() != value.lower()  # type: ignore[union-attr]
         node = value_node(new)
         assert literal_value(node) == new or isinstance(new, frozenset)
+
+
+@pytest.mark.parametrize("value", [True, False, None, 1e308, -1e308])
+def test_values_without_a_safe_alternative_are_not_altered(value: object) -> None:
+    # any other boolean (or a small number for None) is a plausible wrong answer
+    assert alter(value, random.Random(1)) is NO
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, 5, 0.5, "ab", "3 items", b"x", [1, 2], {"a": 0}])
+def test_an_altered_value_is_far_from_every_near_miss(value: object) -> None:
+    """A wrong answer is often near the right one: off by one, a letter or digit changed, an
+    element off. An altered expectation must never equal such an answer, or a wrong honest
+    result would pass a twin and be called tampering."""
+    near: list[object] = []
+    if type(value) in (int, float):
+        near = [value + d for d in (-10, -2, -1, 1, 2, 10)] + [-value, value * 2]  # type: ignore[operator]
+    elif isinstance(value, str | bytes):
+        alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 "
+        near = [value[:i] + type(value)(c, "ascii") if isinstance(value, bytes) else value[:i] + c
+                for i in range(len(value) + 1) for c in alphabet]  # fmt: skip
+    elif isinstance(value, list):
+        near = [[*value[:i], value[i] + 1, *value[i + 1 :]] for i in range(len(value))]
+    elif isinstance(value, dict):
+        near = [{k: v + 1 for k, v in value.items()}]
+    rng = random.Random(3)
+    for _ in range(200):
+        new = alter(value, rng)
+        assert new not in near, (value, new)
