@@ -241,25 +241,20 @@ def shown_dirs(argv: list[str], search_path: str, hidden: tuple[Path, ...]) -> l
             found.append(Path(entry))
     if argv and argv[0].startswith("/"):
         found += [Path(argv[0]).parent, Path(os.path.realpath(argv[0])).parent]
+    chosen = [*map(str, _interpreter_dirs()), *(settings().local_show or "").split(os.pathsep)]
     out: list[Path] = []
-
-    def add(d: Path) -> None:
-        with contextlib.suppress(OSError):
-            d = d.resolve()
-            if d.is_dir() and d not in out and not _in_view(d):
-                out.append(d)
-
-    for d in found:
+    for d, explicit in [*((d, False) for d in found), *((Path(e), True) for e in chosen)]:
         with contextlib.suppress(OSError):
             r = d.resolve()
-            if len(r.parts) < 3 or r == home or r in home.parents:
+            if not explicit and (
+                len(r.parts) < 3
+                or r == home
+                or r in home.parents
+                or any(h == r or r in h.parents for h in hidden)
+            ):
                 continue
-            if any(h == r or r in h.parents for h in hidden):
-                continue
-            add(r)
-    for entry in [*map(str, _interpreter_dirs()), *(settings().local_show or "").split(":")]:
-        if entry.startswith("/"):
-            add(Path(entry))
+            if str(d).startswith("/") and r.is_dir() and r not in out and not _in_view(r):
+                out.append(r)
     return out
 
 
