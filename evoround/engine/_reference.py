@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass, field
 
 from evoround.sandboxes import SandboxProvider
-from evoround.scaffolds import prepare_round, reference_apply, solution_env
+from evoround.scaffolds import prepare_round, reference_apply, solution_env, stage_solutions
 from evoround.snapshots import Snapshot, SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task
 
@@ -166,6 +166,7 @@ def _build(
         provider.expect(task, sr_rounds)
         with provider.create(task, f"{task.name}/reference", base) as sb:
             provider.expect(task, sr_rounds)
+            staged = stage_solutions(sb, [task.round(j) for j in range(start + 1, last + 1)])
             snap = base
             for j in range(start + 1, last + 1):
                 cached = _cached(task, j, provider, store)
@@ -174,7 +175,7 @@ def _build(
                 prepare_round(sb, task, task.round(j))
                 reference_apply(
                     sb, task.round(j), task.config.environment.agent_timeout_sec,
-                    solution_env(task),
+                    solution_env(task), staged=j in staged,
                 )  # fmt: skip
                 label = SnapshotLabel(
                     task=task.name,

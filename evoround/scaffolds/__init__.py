@@ -31,6 +31,7 @@ from evoround.scaffolds._reference import (
     prepare_round,
     reference_apply,
     solution_env,
+    stage_solutions,
 )
 from evoround.scaffolds._replay_server import conversation_position, load_replay_script, serve
 
@@ -61,6 +62,7 @@ __all__ = [
     "collect_artifacts",
     "prepare_round",
     "reference_apply",
+    "stage_solutions",
     "solution_env",
     "round_message",
     "scaffold_from_name",

@@ -115,3 +115,46 @@ def test_concurrent_callers_share_one_chain(env, monkeypatch):
     assert opened.count(f"{task.name}/reference") == 1
     refs = [s for s in store.all() if s.kind is SnapshotKind.reference]
     assert sorted(s.round for s in refs) == [1, 2, 3]
+
+
+def test_the_chain_copies_its_solutions_in_once_and_they_run_as_when_copied_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """One transfer for the whole chain (on Docker each copy is an archive round trip); each
+    solve.sh still finds its own folder as SOLUTION_DIR, its data files beside it."""
+    task = _task(tmp_path, rounds=4)
+    for i in range(1, 5):
+        sol = task.round(i).solution_dir
+        (sol / "value.txt").write_text(f"v{i}\n")
+        (sol / "solve.sh").write_text(
+            f'echo "f{i} = {i}  # $(cat "$SOLUTION_DIR/value.txt")" >> calc.py\n'
+        )
+    store = SnapshotStore(tmp_path / "store")
+    provider = LocalProvider(store, base_dir=tmp_path / "sb")
+    copies: list[str] = []
+    real_create = provider.create
+
+    def create(*a, **kw):  # noqa: ANN002, ANN003, ANN202 - a spy on the real sandbox
+        sb = real_create(*a, **kw)
+        real_copy = sb.copy_in
+
+        def copy_in(src: str, dest: str) -> None:
+            copies.append(dest)
+            real_copy(src, dest)
+
+        sb.copy_in = copy_in  # type: ignore[method-assign]
+        return sb
+
+    monkeypatch.setattr(provider, "create", create)
+    try:
+        last = reference_snapshot(task, 4, provider, store, upto=4)
+        assert last is not None
+        assert len(copies) == 1, copies
+        out = tmp_path / "out"
+        store.materialize(last.locator, out)
+        assert (out / "calc.py").read_text().splitlines() == [
+            f"f{i} = {i}  # v{i}" for i in range(1, 5)
+        ]
+        assert not (out / "value.txt").exists()  # solutions stay out of the workspace
+    finally:
+        provider.close()
