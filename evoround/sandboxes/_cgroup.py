@@ -21,6 +21,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
@@ -69,10 +70,50 @@ class Cgroup:
         procs = [str(f / "cgroup.procs") for f in self.folders]
         return ["sh", "-c", ENTER, "evoround-cgroup", *procs, "--", *argv]
 
+    @contextlib.contextmanager
+    def frozen(self, wait: float = 5.0) -> Iterator[None]:
+        """Every process of the group stopped while the block runs (the cgroup freezer), so
+        a process a persistent agent left running cannot change the workspace while its
+        snapshot is read, as ``docker pause`` stops a container's. Without a freezer the
+        block runs unfrozen."""
+        how = self._freezer()
+        if how is None or not _write(how[0], how[1]):
+            yield
+            return
+        try:
+            deadline = time.monotonic() + wait
+            while not self.is_frozen() and time.monotonic() < deadline:
+                time.sleep(0.002)
+            yield
+        finally:
+            _write(how[0], "0" if how[1] == "1" else "THAWED")
+
+    def _freezer(self) -> tuple[Path, str] | None:
+        """The file that freezes the group and the value that does (v2, else v1)."""
+        for f in self.folders:
+            if (f / "cgroup.freeze").is_file():
+                return f / "cgroup.freeze", "1"
+            if (f / "freezer.state").is_file():
+                return f / "freezer.state", "FROZEN"
+        return None
+
+    def is_frozen(self) -> bool:
+        how = self._freezer()
+        with contextlib.suppress(OSError):
+            if how is not None and how[1] == "1":
+                events = (how[0].parent / "cgroup.events").read_text().splitlines()
+                return "frozen 1" in events
+            if how is not None:
+                return how[0].read_text().strip() == "FROZEN"
+        return False
+
     def remove(self) -> None:
         """Kill what is still inside (a persistent agent's server, a stray), then remove,
         retried for a while: a process the OOM killer hit can take seconds to leave under
         load, and until it has, the group cannot be removed."""
+        how = self._freezer()
+        if how is not None:  # a frozen process cannot die (an engine killed mid-snapshot)
+            _write(how[0], "0" if how[1] == "1" else "THAWED")
         deadline = time.monotonic() + 10
         left = list(self.folders)
         while left:
@@ -133,6 +174,11 @@ def make_cgroup(pids: int, memory_mb: int) -> Cgroup | None:
             )
             if (gm / "memory.memsw.limit_in_bytes").exists():
                 _write(gm / "memory.memsw.limit_in_bytes", str(memory_mb << 20))
+            freezer = ROOT / "freezer"
+            if (freezer / "cgroup.procs").is_file():  # optional: snapshots freeze the group
+                with contextlib.suppress(OSError):
+                    (freezer / name).mkdir()
+                    made.append(freezer / name)
         if not ok:
             raise OSError("limits not writable")
         return Cgroup(made)
@@ -148,7 +194,7 @@ def cgroups_available() -> str | None:
     g = make_cgroup(64, 64)
     if g is None:
         return None
-    kind = "cgroup v2" if len(g.folders) == 1 else "cgroup v1"
+    kind = "cgroup v2" if g.folders[0].parent == ROOT else "cgroup v1"
     g.remove()
     return kind
 
@@ -166,7 +212,7 @@ def _alive(pid: int) -> bool:
 def sweep_cgroups() -> None:
     """Remove the groups of engines that are gone (killed with -9): their processes are
     killed first. A live engine's groups (its pid is in the name) are left alone."""
-    for base in (ROOT, ROOT / "pids", ROOT / "memory"):
+    for base in (ROOT, ROOT / "pids", ROOT / "memory", ROOT / "freezer"):
         with contextlib.suppress(OSError):
             for g in base.glob(PREFIX + "*"):
                 owner = g.name[len(PREFIX) :].split("-", 1)[0]

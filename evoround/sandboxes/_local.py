@@ -350,9 +350,10 @@ class LocalSandbox(Sandbox):
     def snapshot(self, label: SnapshotLabel) -> Snapshot:
         self._check_open()
         max_files, max_bytes = self.limits or (None, None)
-        manifest, size, files = self._store.capture_dir(
-            Path(self.workdir), max_files=max_files, max_bytes=max_bytes
-        )
+        with self.cgroup.frozen() if self.cgroup is not None else contextlib.nullcontext():
+            manifest, size, files = self._store.capture_dir(
+                Path(self.workdir), max_files=max_files, max_bytes=max_bytes
+            )
         return self._store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 
     def close(self) -> None:

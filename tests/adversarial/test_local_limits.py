@@ -5,6 +5,7 @@ bomb is the agent's failure, the engine goes on to grade the round, nothing is l
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from evoround.results import Mode, RoundStatus
 from evoround.sandboxes import LocalProvider
 from evoround.sandboxes._cgroup import PREFIX, cgroups_available
-from evoround.snapshots import SnapshotStore
+from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import load_task
 from tests.adversarial.leaks import processes_with
 from tests.adversarial.test_local_sandbox import scripted, unique_task
@@ -73,3 +74,47 @@ def test_memory_bomb_is_killed_inside_its_sandbox(tmp_path: Path) -> None:
         assert "fork" in capped.stderr.lower() or capped.exit_code != 0, capped
     provider.close()
     assert _groups() == set()
+
+
+def test_a_background_writer_is_frozen_while_the_snapshot_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A persistent agent's processes outlive its commands (no pid namespace per command):
+    one left writing must stand still while the workspace is read, as a paused container
+    does, and go on afterwards."""
+    store = SnapshotStore(tmp_path / "store")
+    provider = LocalProvider(store, base_dir=tmp_path / "sb", persistent=True)
+    task = load_task(unique_task(tmp_path))
+    sb = provider.create(task, f"{task.name}/frozen")
+    tick = Path(sb.workdir) / "tick"  # type: ignore[attr-defined]
+    try:
+        assert sb.cgroup is not None  # type: ignore[attr-defined]
+        res = sb.exec(
+            "setsid -f sh -c 'while :; do date +%s%N > tick.new; mv tick.new tick; done' "
+            ">/dev/null 2>&1 &",
+            timeout=30,
+        )
+        assert res.ok, res.stderr
+        deadline = time.monotonic() + 30
+        while not tick.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen: list[tuple[bool, bool]] = []
+        real = store.capture_dir
+
+        def capture(*a, **kw):  # noqa: ANN002, ANN003, ANN202 - a spy on the real capture
+            before = tick.read_text()
+            time.sleep(0.3)
+            seen.append((sb.cgroup.is_frozen(), before == tick.read_text()))  # type: ignore[attr-defined]
+            return real(*a, **kw)
+
+        monkeypatch.setattr(store, "capture_dir", capture)
+        sb.snapshot(
+            SnapshotLabel(task=task.name, task_digest=task.digest, kind=SnapshotKind.agent, round=1)
+        )
+        assert seen == [(True, True)], "the writer ran while the snapshot was read"
+        before = tick.read_text()
+        time.sleep(0.3)
+        assert tick.read_text() != before, "the writer was left frozen"
+    finally:
+        sb.close()
+        provider.close()
