@@ -3,6 +3,7 @@
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from evoround.results import Mode
@@ -134,3 +135,24 @@ def test_unittest_subtests_are_graded_without_false_alarms(tmp_path: Path):
     assert not wrong.passed and not wrong.integrity, wrong.integrity
     failing = {t.name for t in wrong.tests if t.outcome.value != "passed"}
     assert "test_many" in failing and "test_several" in failing
+
+
+FORKING = {
+    # a forked child that leaves with sys.exit: pytest catches it and the child runs on
+    "sys_exit": "import os, sys\n\n\ndef count_words(text):\n    pid = os.fork()\n"
+    "    if pid == 0:\n        sys.exit(0)\n    os.waitpid(pid, 0)\n    return len(text.split())\n",
+    # a forked child that returns into the test
+    "return": "import os\n\n\ndef count_words(text):\n    if os.fork() == 0:\n"
+    "        return -1\n    return len(text.split())\n",
+}
+
+
+@pytest.mark.parametrize("code", FORKING.values(), ids=list(FORKING))
+def test_a_forked_child_back_in_pytest_is_no_false_alarm(tmp_path: Path, code: str):
+    """Honest code that forks and lets the child return into pytest (a bug, not tampering)
+    made the child repeat the runner's records: 'reported twice', 'records after the end
+    record', an integrity violation. The child now writes nothing and leaves at once; the
+    runner's own records decide."""
+    res = _verify(tmp_path, 1, files={"counter.py": code})
+    assert not res.integrity, res.integrity
+    assert res.passed, (res.problems, [t for t in res.tests if t.outcome.value != "passed"])
