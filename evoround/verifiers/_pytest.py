@@ -282,7 +282,8 @@ def _cross_check(
 def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
     """A failing twin reported passed (wherever it shows up: a class hands its twin down);
     or, in a completed run where its original ran, a twin that never ran in the original's
-    class (or lost some of the instances its original had there)."""
+    class (or, when its parametrization is written out, lost some of the instances its
+    original had there)."""
     out: list[str] = []
     done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
     for tw in twins.twins:
@@ -302,7 +303,7 @@ def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
                 f"can pass) was reported passed ({len(forged)} of {len(mine)} instances)"
             )
         here = {p for f, c, p in mine if (f, c) == (tw.file, tw.cls)}
-        if not forged and done and theirs and (not here or here < theirs):
+        if not forged and done and theirs and (not here or (tw.fixed and here < theirs)):
             out.append(f"the failing twin of {where} never ran: tests were removed")
     return out
 

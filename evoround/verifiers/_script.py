@@ -63,10 +63,12 @@ DEFAULT_MIN_REWARD = 0.999
 MAX_CASE_RESULTS = 500
 """Cap on parsed CASE_RESULT lines per round (the output is agent-influenced)."""
 
+# Anywhere in a line: the tested code runs inside the script and may leave a line open
+# (print(..., end=""), sys.stdout.write) right before the script prints a case line.
 _SUMMARY = re.compile(
-    r"^\s*CASE_SUMMARY\s+total_cases=(\d+)\s+success_count=(\d+)\s+fail_count=(\d+)\s*$", re.M
+    r"CASE_SUMMARY\s+total_cases=(\d+)\s+success_count=(\d+)\s+fail_count=(\d+)\s*$", re.M
 )
-_RESULT = re.compile(r"^\s*CASE_RESULT\s+(.*)$", re.M)
+_RESULT = re.compile(r"CASE_RESULT\s+(.*)$", re.M)
 _FIELD = re.compile(r'([A-Za-z_][\w-]*)=(?:"([^"]*)"|(\S*))')
 
 

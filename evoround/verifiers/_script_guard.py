@@ -386,7 +386,7 @@ def judge_channel(raw: bytes | None, nonce: str) -> GuardReport:
             rep.evidence.append(f"pytest run `{_cmd(run)}`: {str(rec.get('what'))[:300]}")
         elif kind == "r":
             nodeid, outcome = _short(str(rec.get("id")))[:200], rec.get("o")
-            if outcome == "failed":
+            if outcome == "failed" and pid == run.pid:  # (not a forked child's own view)
                 run.failed.append(nodeid)
             if outcome == "passed" and rec.get("x") is True and (not run.nested or run.worker):
                 rep.evidence.append(

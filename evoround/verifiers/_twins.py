@@ -38,10 +38,12 @@ from dataclasses import dataclass, field
 
 from evoround.verifiers._expect import (
     EQUAL_METHODS,
+    NO,
     TRUTH_METHODS,
     Scope,
     bound_literals,
     literal_params,
+    literal_value,
     own_nodes,
     rewrite_checks,
 )
@@ -107,6 +109,10 @@ class Twin:
     name: str
     cls: str = ""
     """The class the original is a method of ("" for a module-level function)."""
+    fixed: bool = True
+    """Its parametrization is written out in the test file, so it has exactly its original's
+    instances. Otherwise (values or ids computed when the decorator runs, possibly by the
+    code under test) each copy may get other ones: only a twin gone altogether is evidence."""
 
 
 def node_parts(nodeid: str) -> tuple[str, str, str, str]:
@@ -241,6 +247,49 @@ def _hosts(tree: ast.Module, elsewhere: set[str]) -> list[_Host]:
     return out
 
 
+def _module_literals(tree: ast.Module) -> set[str]:
+    """Top-level names bound once, to a literal (``CASES = [...]``)."""
+    counts: dict[str, int] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return {
+        t.id
+        for n in tree.body
+        if isinstance(n, ast.Assign) and literal_value(n.value) is not NO
+        for t in n.targets
+        if isinstance(t, ast.Name) and counts.get(t.id) == 1
+    }
+
+
+def _fixed_instances(fn: ast.FunctionDef, literals: set[str]) -> bool:
+    """Whether every ``parametrize`` of ``fn`` lists its values (and ids) as literals, names
+    bound to literals, or ``pytest.param`` of those: evaluated again for the twin, they give
+    the same instances. A call (``counter.samples()``) may give others the second time."""
+
+    def plain(node: ast.expr | None) -> bool:
+        if node is None or literal_value(node) is not NO:
+            return True
+        if isinstance(node, ast.Name):
+            return node.id in literals
+        if isinstance(node, ast.List | ast.Tuple):
+            return all(plain(e) for e in node.elts)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("pytest.param", "param"):
+            return all(plain(a) for a in node.args) and all(
+                plain(k.value) for k in node.keywords if k.arg != "marks"
+            )
+        return False
+
+    for d in fn.decorator_list:
+        if isinstance(d, ast.Call) and ast.unparse(d.func).endswith("parametrize"):
+            kw = {k.arg: k.value for k in d.keywords}
+            values = d.args[1] if len(d.args) > 1 else kw.get("argvalues")
+            ids = d.args[3] if len(d.args) > 3 else kw.get("ids")
+            if not (plain(values) and plain(ids)):
+                return False
+    return True
+
+
 def _identifiers(tree: ast.Module) -> set[str]:
     names: set[str] = set()
     for n in ast.walk(tree):
@@ -359,7 +408,8 @@ def plan_twins(
                 name=helper, token=secrets.token_hex(6), shift=rng.randrange(10**6, 10**9)
             )
         plan.sources[path] = f"{text}{helper_src}\n\n{twin}\n"
-        plan.twins.append(Twin(path, fn.name, name, host.node.name if host else ""))
+        fixed = _fixed_instances(fn, _module_literals(trees[path]))
+        plan.twins.append(Twin(path, fn.name, name, host.node.name if host else "", fixed))
     return plan
 
 

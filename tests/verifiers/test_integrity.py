@@ -3,6 +3,7 @@
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from evoround.results import Mode
@@ -134,3 +135,65 @@ def test_unittest_subtests_are_graded_without_false_alarms(tmp_path: Path):
     assert not wrong.passed and not wrong.integrity, wrong.integrity
     failing = {t.name for t in wrong.tests if t.outcome.value != "passed"}
     assert "test_many" in failing and "test_several" in failing
+
+
+FORKING = {
+    # a forked child that leaves with sys.exit: pytest catches it and the child runs on
+    "sys_exit": "import os, sys\n\n\ndef count_words(text):\n    pid = os.fork()\n"
+    "    if pid == 0:\n        sys.exit(0)\n    os.waitpid(pid, 0)\n    return len(text.split())\n",
+    # a forked child that returns into the test
+    "return": "import os\n\n\ndef count_words(text):\n    if os.fork() == 0:\n"
+    "        return -1\n    return len(text.split())\n",
+}
+
+
+@pytest.mark.parametrize("code", FORKING.values(), ids=list(FORKING))
+def test_a_forked_child_back_in_pytest_is_no_false_alarm(tmp_path: Path, code: str):
+    """Honest code that forks and lets the child return into pytest (a bug, not tampering)
+    made the child repeat the runner's records: 'reported twice', 'records after the end
+    record', an integrity violation. The child now writes nothing and leaves at once; the
+    runner's own records decide."""
+    res = _verify(tmp_path, 1, files={"counter.py": code})
+    assert not res.integrity, res.integrity
+    assert res.passed, (res.problems, [t for t in res.tests if t.outcome.value != "passed"])
+
+
+STATEFUL_TEST = """import pytest
+import counter
+from counter import count_words
+
+
+@pytest.mark.parametrize("text", counter.samples())
+def test_counts(text):
+    assert count_words(text) == len(text.split())
+"""
+STATEFUL = """import itertools
+
+_calls = itertools.count()
+
+
+def samples():
+    # fewer samples on every call (an honest quirk, not tampering)
+    return ["a", "b c", "d e f"][: max(1, 3 - next(_calls))]
+
+
+def count_words(text):
+    return len(text.split())
+"""
+
+
+def test_parameters_the_code_computes_anew_for_a_twin_are_no_false_alarm(tmp_path: Path):
+    """A twin re-runs its original's decorators: parameters computed by the code under test
+    came out fewer the second time, and the honest run was 'the failing twin ... never
+    ran: tests were removed'. Twins of computed parametrizations must only exist."""
+    task_dir = tmp_path / "task"
+    shutil.copytree(COUNTER, task_dir)
+    (task_dir / "rounds/01/tests/test_words.py").write_text(STATEFUL_TEST)
+    task = load_task(task_dir)
+    provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
+    for attempt in range(3):  # the one test always gets a twin; its values are random
+        with provider.create(task, f"t/v{attempt}") as sb:
+            sb.write_file("counter.py", STATEFUL)
+            res = run_pytest(sb, active_tests(task, 1), 1, timeout=60)
+        assert not res.integrity, res.integrity
+        assert res.passed, res.problems

@@ -119,6 +119,27 @@ def test_pytest_runs_started_by_tests_are_not_judged(tmp_path: Path):
     assert (out.passed, out.integrity, seen) == (True, [], (1, 2)), log  # both nested runs seen
 
 
+FORKING = """import os, sys
+
+
+def value():
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # pytest catches it: the child runs on through the session
+    os.waitpid(pid, 0)
+    return 1
+"""
+
+
+def test_a_forked_child_back_in_pytest_is_no_false_alarm(tmp_path: Path):
+    """Honest code whose forked child leaves with ``sys.exit`` (a bug, not tampering): the
+    child's session records the failures it sees, its parent's passes and exits 0. Those
+    failures were counted for the parent's run: 'exited 0 while 3 test(s) failed', an
+    integrity violation."""
+    out, seen, log = _run(tmp_path, PYTEST + "\n" + REWARD, HONEST, FORKING)
+    assert (out.passed, out.integrity) == (True, []), log
+
+
 @pytest.mark.parametrize(
     "prefix",
     ["PYTHONPATH=. ", "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 ", 'env -i PATH="$PATH" '],

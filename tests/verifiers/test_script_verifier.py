@@ -85,6 +85,18 @@ def test_case_counts_fallbacks_and_forged_summaries():
     assert parse_cases(STDOUT + STDOUT, "t").integrity == ()  # repeats of the same lines
 
 
+def test_a_case_line_after_output_left_open_still_counts():
+    """The tested code runs inside the script: a ``print(..., end="")`` of an honest agent
+    left the line open and the script's next CASE_RESULT was glued to it. The line was
+    missed, the summary no longer matched the result lines, and a correct solution was an
+    integrity violation ('CASE_SUMMARY says 2/2 passed, the CASE_RESULT lines 1/1')."""
+    lines = STDOUT.splitlines()
+    glued = "\n".join([lines[0], lines[1], "empty input!" + lines[2], "..." + lines[3]]) + "\n"
+    cases = parse_cases(glued, "t")
+    assert cases.integrity == () and (cases.passed, cases.total) == (1, 2)
+    assert [r.name for r in cases.results] == ["c1 [core.add]", "c2 [err.neg]"]
+
+
 @pytest.mark.parametrize(
     ("stdout", "words"),
     [

@@ -522,6 +522,44 @@ def test_twin_evidence_is_class_qualified() -> None:
     assert "reported passed" in _twin_evidence(handed, plan)[0]
 
 
+COMPUTED = """import pytest
+import counter
+
+CASES = ["a", "b c"]
+
+
+@pytest.mark.parametrize("text", counter.samples())
+def test_computed(text):
+    assert counter.count_words(text) >= 0
+
+
+@pytest.mark.parametrize("text", CASES, ids=["one", "two"])
+def test_named(text):
+    assert counter.count_words(text) >= 0
+
+
+@pytest.mark.parametrize("text", [pytest.param("a", id="x"), "b"])
+def test_written(text):
+    assert counter.count_words(text) >= 0
+"""
+
+
+def test_a_twin_of_computed_parameters_may_have_other_instances() -> None:
+    """Parameters the decorator computes (here by the code under test) are computed again
+    for the twin and may differ: an honest ``samples()`` that returns fewer values on its
+    second call left the twin a strict subset of its original's instances, 'never ran:
+    tests were removed'. Only a twin gone altogether counts then."""
+    plan = plan_twins({"t.py": COMPUTED}, limit=100)
+    fixed = {tw.original: tw.fixed for tw in plan.twins}
+    assert fixed == {"test_computed": False, "test_named": True, "test_written": True}
+    for tw in plan.twins:
+        fewer = _channel({f"t.py::{tw.original}[a]": "passed", f"t.py::{tw.original}[b]": "passed",
+                          f"t.py::{tw.name}[a]": "failed"})  # fmt: skip
+        assert bool(_twin_evidence(fewer, TwinPlan(twins=[tw]))) is tw.fixed
+        gone = _channel({f"t.py::{tw.original}[a]": "passed"})
+        assert "never ran" in _twin_evidence(gone, TwinPlan(twins=[tw]))[0]
+
+
 @pytest.mark.parametrize(
     "value",
     [0, -3, 10**20, 0.3, 2j, "", "Hello", "  ", b"abc", [], [1, "a"], (0.5,), {},
