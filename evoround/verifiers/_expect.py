@@ -33,6 +33,8 @@ import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from evoround.verifiers._pyast import parse as parse_ast
+
 EQUAL_METHODS = frozenset(
     {
         "assertEqual",
@@ -139,7 +141,7 @@ def _alter_text(s: str, rng: random.Random) -> str:
 def value_node(v: object) -> ast.expr:
     """An expression that evaluates to ``v`` (its ``repr``: every value :func:`alter` makes
     has a valid one)."""
-    return ast.parse(repr(v), mode="eval").body
+    return parse_ast(repr(v), mode="eval").body
 
 
 def _is_approx(node: ast.AST) -> bool:

@@ -36,6 +36,8 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from evoround.verifiers._pyast import parse as parse_ast
+
 EXIT_TESTS_FAILED = 1
 """pytest's return code when some tests failed: what an honest run returns (the control)."""
 
@@ -434,7 +436,7 @@ def expected_names(source: str) -> set[str]:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = parse_ast(source)
     except SyntaxError:
         return set()
     names: set[str] = set()

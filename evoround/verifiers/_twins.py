@@ -47,6 +47,7 @@ from evoround.verifiers._expect import (
     own_nodes,
     rewrite_checks,
 )
+from evoround.verifiers._pyast import parse as parse_ast
 
 MAX_TWINS = 3
 _WORDS = (
@@ -330,7 +331,7 @@ def _twin_def(
     fn: ast.FunctionDef, name: str, helper: str, rng: random.Random, host: _Host | None
 ) -> tuple[str, bool]:
     """The twin's source text and whether it calls the helper."""
-    twin = ast.parse(ast.unparse(fn)).body[0]
+    twin = parse_ast(ast.unparse(fn)).body[0]
     assert isinstance(twin, ast.FunctionDef)
     twin.name = name
     self_name = None
@@ -342,7 +343,7 @@ def _twin_def(
     uses_helper, certain = rewrite_checks(twin, scope, helper, rng)
     if not certain:
         a = rng.randrange(10**5, 10**9)
-        twin.body.append(ast.parse(f"assert {a} == {a + rng.randrange(1, 10**5)}").body[0])
+        twin.body.append(parse_ast(f"assert {a} == {a + rng.randrange(1, 10**5)}").body[0])
     if host is not None:
         _adapt_method(twin, host.node.name)
     text = ast.unparse(ast.fix_missing_locations(twin))
@@ -365,7 +366,7 @@ def plan_twins(
     trees: dict[str, ast.Module] = {}
     for path, source in files.items():
         try:
-            trees[path] = ast.parse(source)
+            trees[path] = parse_ast(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
     names = {p: _identifiers(t) for p, t in trees.items()}
@@ -425,7 +426,7 @@ def shared_imports(files: dict[str, str], local: set[str]) -> list[str]:
     out: list[str] = []
     for source in files.values():
         try:
-            tree = ast.parse(source)
+            tree = parse_ast(source)
         except (SyntaxError, ValueError):
             continue
         body = tree.body

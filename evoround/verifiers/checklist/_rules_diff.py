@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from evoround.results import Evidence
+from evoround.verifiers._pyast import parse as parse_ast
 from evoround.verifiers.checklist._model import RoundEvidence, match_any
 from evoround.verifiers.checklist._registry import (
     FAIL,
@@ -147,7 +148,7 @@ def _py_defs(src: str | None, kind: str) -> dict[str, tuple[int, bool]]:
     if not src:
         return {}
     try:
-        tree = ast.parse(src)
+        tree = parse_ast(src)
     except SyntaxError:
         return {}
     kinds: tuple[type, ...] = {
@@ -231,7 +232,7 @@ def stdlib_only(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     bad: list[Evidence] = []
     for f in files:
         try:
-            tree = ast.parse(ev.diff.text_after(f) or "")
+            tree = parse_ast(ev.diff.text_after(f) or "")
         except SyntaxError:
             continue
         for node in ast.walk(tree):
