@@ -91,7 +91,7 @@ class WrittenFolder:
                 ):
                     # a directory's times change with its entries (checked one by one);
                     # what else it carries is put back: mode, extended attributes
-                    _reset_dir(self.ws / rel, self._stamp[rel][0])
+                    _reset_dir(self.ws / rel, self._stamp[rel])
                     continue
                 _remove(self.ws / rel)
                 stale.add(rel)
@@ -134,14 +134,17 @@ def _lstat(path: Path) -> Stat | None:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-def _reset_dir(path: Path, mode: int | None) -> None:
-    """A kept directory back to what the host wrote: its mode, and no extended attribute.
+def _reset_dir(path: Path, was: Stat | None) -> None:
+    """A kept directory back to what the host wrote: its mode and times, and no extended
+    attribute.
 
-    Changing either moves only its ctime, which its entries move too, so :meth:`repair`
-    cannot tell; and an attribute (``user.*``, an ACL: up to 64 KiB each, no privilege
-    needed) is a place to hand data to the folder's next sandbox: a verifier's clone
-    (the tested code reads the hidden suite there) serves the next agent. ``security.*``
-    and ``trusted.*`` need a privilege no sandbox has and are left alone.
+    Changing any of them moves only its ctime, which its entries move too, so
+    :meth:`repair` cannot tell; and each is a place to hand data to the folder's next
+    sandbox (an attribute, ``user.*`` or an ACL: up to 64 KiB each, no privilege needed;
+    the times of many folders): a verifier's clone, where the tested code reads the hidden
+    suite, serves the next agent. ``security.*`` and ``trusted.*`` attributes need a
+    privilege no sandbox has and are left alone. (Ownership is not reset: a container's
+    root could encode a few bytes per folder in it.)
     """
     try:
         names = os.listxattr(path, follow_symlinks=False)
@@ -151,11 +154,15 @@ def _reset_dir(path: Path, mode: int | None) -> None:
         if not name.startswith(("security.", "trusted.")):
             with contextlib.suppress(OSError):
                 os.removexattr(path, name, follow_symlinks=False)
-    if mode is not None:
+    if was is not None:
+        mode, mtime = was[0], was[2]
         with contextlib.suppress(OSError):
-            now = os.lstat(path).st_mode
-            if stat.S_ISDIR(now) and now != mode:  # nothing runs in the sandbox any more
-                os.chmod(path, stat.S_IMODE(mode))
+            now = os.lstat(path)
+            if stat.S_ISDIR(now.st_mode):  # nothing runs in the sandbox any more
+                if now.st_mode != mode:
+                    os.chmod(path, stat.S_IMODE(mode))
+                if (now.st_mtime_ns, now.st_atime_ns) != (mtime, mtime):
+                    os.utime(path, ns=(mtime, mtime))
 
 
 def _is_dir(st: Stat) -> bool:

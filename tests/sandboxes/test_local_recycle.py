@@ -124,12 +124,14 @@ def test_no_directory_attribute_or_mode_reaches_the_next_sandbox(
         planted = clone.exec(
             ["python3", "-c", "import os\nfor d in ('.', 'keep'):\n"
              "    os.setxattr(d, 'user.loot', b'hidden test')\nos.chmod('keep', 0o777)\n"
+             "os.utime('keep', ns=(123456789, 987654321))\n"
              "print(os.getxattr('keep', 'user.loot'))"]
         )  # fmt: skip
         assert "hidden test" in planted.stdout, planted.stderr
     with provider.create(task, "tiny/agent-2", snap) as sb:
         assert not provider._recycled, "the next sandbox took the recycled folder"
         seen = sb.exec(["python3", "-c", "import os; print(os.listxattr('.'), "
-                        "os.listxattr('keep'))"])  # fmt: skip
-        assert seen.stdout.strip() == "[] []", (seen.stdout, seen.stderr)
+                        "os.listxattr('keep'), os.stat('keep').st_mtime_ns)"])  # fmt: skip
+        assert seen.stdout.split()[:2] == ["[]", "[]"], (seen.stdout, seen.stderr)
+        assert seen.stdout.split()[2] != "987654321", "a folder's times carry data too"
         assert sb.exec(["sh", "-c", LISTING]).stdout == want
