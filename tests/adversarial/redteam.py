@@ -555,4 +555,18 @@ ATTACKS: dict[str, Attack] = {
         loot="loot.txt",
         mode="sr",
     ),
+    # more (empty) folders than the task allows files: folders count too, or a workspace of
+    # millions of folders would be walked, stored and written back for free
+    "many_dirs": Attack(
+        [
+            stub(),
+            py(
+                "import os\nfor d in range(30):\n    for i in range(100):\n"
+                "        os.makedirs('n%d/%d' % (d, i))",
+                timeout=120,
+            ),
+        ],
+        expect="reject",
+        limits={"max_workspace_files": 2000},
+    ),
 }
