@@ -569,4 +569,20 @@ ATTACKS: dict[str, Attack] = {
         expect="reject",
         limits={"max_workspace_files": 2000},
     ),
+    # the tested code, imported by the verifier, fills its clone's workspace with empty
+    # files for 20 s (a workspace of 17 MB: the clone is recycled, its folder repaired)
+    "verifier_file_bomb": Attack(
+        [
+            ORACLE,
+            {"run": "head -c 17M /dev/urandom > big.bin"},
+            {
+                "run": "cat >> counter.py <<'EOF'\nimport os as _o, time as _t\n"
+                "_end = _t.monotonic() + 20\n_o.makedirs('junk', exist_ok=True)\n_i = 0\n"
+                "while _t.monotonic() < _end:\n    for _ in range(1000):\n"
+                "        _o.close(_o.open('junk/%d' % _i, _o.O_CREAT | _o.O_WRONLY))\n"
+                "        _i += 1\nEOF"
+            },
+        ],
+        expect="pass",
+    ),
 }
