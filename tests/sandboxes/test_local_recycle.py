@@ -4,6 +4,7 @@ sandbox of that snapshot or a child writes only the difference."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -135,3 +136,34 @@ def test_no_directory_attribute_or_mode_reaches_the_next_sandbox(
         assert seen.stdout.split()[:2] == ["[]", "[]"], (seen.stdout, seen.stderr)
         assert seen.stdout.split()[2] != "987654321", "a folder's times carry data too"
         assert sb.exec(["sh", "-c", LISTING]).stdout == want
+
+
+def test_repair_holds_no_list_of_what_the_sandbox_added(tmp_path: Path) -> None:
+    """A verifier's tested code filled its clone with files (found on the old code: a
+    20-second file bomb took the engine to 314 MB while the clone was repaired, every
+    added path collected, sorted and kept as stale): the repair now removes them as it
+    lists them, so its memory does not grow with their number."""
+    import tracemalloc
+
+    from evoround.sandboxes._folder import WrittenFolder
+
+    src = tmp_path / "src"
+    (src / "keep").mkdir(parents=True)
+    (src / "keep" / "x").write_text("1")
+    store = SnapshotStore(tmp_path / "store")
+    manifest, _, _ = store.capture_dir(src)
+    folder = WrittenFolder(tmp_path / "ws")
+    folder.ws.mkdir()
+    folder.write(store, manifest, None)
+    for d in (folder.ws / "junk", folder.ws / "keep"):
+        d.mkdir(exist_ok=True)
+        for i in range(30_000):
+            os.close(os.open(d / f"file-with-a-long-name-{i:06d}", os.O_CREAT | os.O_WRONLY))
+    tracemalloc.start()
+    try:
+        assert folder.repair(store)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sorted(p.name for p in folder.ws.rglob("*")) == ["keep", "x"]
+    assert peak < 2 << 20, f"repair peaked at {peak >> 20} MiB for 60,000 added files"
