@@ -268,6 +268,7 @@ def bwrap_argv(
     pid_namespace: bool = True,
     info_fd: int | None = None,
     search_path: str = "",
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in sandbox ``root`` (see the module).
 
@@ -283,6 +284,8 @@ def bwrap_argv(
     out = ["bwrap", "--die-with-parent", "--unshare-ipc", "--cap-drop", "ALL"]
     if info_fd is not None:  # gets the command's exit code only if the command ran
         out += ["--json-status-fd", str(info_fd)]
+    if seccomp_fd is not None:  # no kernel keyrings: they outlive every namespace
+        out += ["--seccomp", str(seccomp_fd)]
     if pid_namespace:
         out += ["--unshare-pid", "--new-session"]
     if not network:

@@ -53,6 +53,7 @@ from evoround.sandboxes._protocol import (
     SandboxProvider,
     UnsafeFile,
 )
+from evoround.sandboxes._seccomp import filter_fd
 from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task, resolve_host_env
 
@@ -286,13 +287,15 @@ class LocalSandbox(Sandbox):
         """Run under bubblewrap; a namespace that could not be set up (bwrap's status fd then
         has no ``exit-code`` of the command) is the harness's error, not the command's."""
         info_r, info_w = os.pipe()
+        rules = filter_fd()
         try:
             wrapped = bwrap_argv(self.root, self.hidden or (), argv, network=self.network,
                                  cwd=str(where), pid_namespace=self.pid_namespace,
-                                 info_fd=info_w, search_path=env.get("PATH", ""))  # fmt: skip
+                                 info_fd=info_w, search_path=env.get("PATH", ""),
+                                 seccomp_fd=rules)  # fmt: skip
             wrapped = self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped
             res = local_run(wrapped, cwd=where, timeout=timeout, stdin=stdin, env=env,
-                            pass_fds=(info_w,))  # fmt: skip
+                            pass_fds=(info_w, rules))  # fmt: skip
             os.close(info_w)
             info_w = -1
             os.set_blocking(info_r, False)
@@ -303,6 +306,7 @@ class LocalSandbox(Sandbox):
             started = b'"exit-code"' in status
         finally:
             os.close(info_r)
+            os.close(rules)
             if info_w >= 0:
                 os.close(info_w)
         if not started and not res.timed_out:

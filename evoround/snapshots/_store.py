@@ -241,7 +241,7 @@ class SnapshotStore:
         except TreeError as e:
             if e.errno == errno.EFBIG:
                 raise WorkspaceRejected(
-                    f"the workspace has more than {max_files} files (the task's "
+                    f"the workspace has more than {max_files} files or folders (the task's "
                     "max_workspace_files)"
                 ) from None
             raise WorkspaceRejected(f"{e.strerror}") from None

@@ -80,12 +80,14 @@ def walk(directory: str | os.PathLike[str], *, max_entries: int | None = None) -
     and links before its subfolders, names sorted).
 
     Raises :class:`TreeError` for a linked or missing top, a tree deeper than
-    :data:`MAX_DEPTH`, more than ``max_entries`` files and links (counted before anything is
-    read) and any unreadable folder (``OSError`` with the path).
+    :data:`MAX_DEPTH`, more than ``max_entries`` files and links or more than
+    ``max_entries`` folders (each counted before anything is read: a folder is as cheap to
+    make as a file and costs the engine as much to store, write back and remove) and any
+    unreadable folder (``OSError`` with the path).
     """
     top = open_top(directory)
     stack: list[tuple[int, str, Iterator[str]]] = []
-    seen = 0
+    seen = folders = 0
     try:
         pending: tuple[int, str] | None = (top, "")
         while pending is not None or stack:
@@ -96,9 +98,12 @@ def walk(directory: str | os.PathLike[str], *, max_entries: int | None = None) -
                 if len(stack) > MAX_DEPTH:
                     raise TreeError(errno.ELOOP, f"{rel}: more than {MAX_DEPTH} nested folders")
                 try:
-                    names = sorted(os.listdir(fd))
+                    names = os.listdir(fd)
                 except OSError as e:
                     raise OSError(e.errno, e.strerror, rel or str(directory)) from None
+                if max_entries is not None and len(names) > 2 * max_entries:
+                    raise TreeError(errno.EFBIG, f"more than {max_entries} files")  # unsorted
+                names.sort()
                 kinds: list[tuple[str, os.stat_result]] = []
                 subdirs: list[str] = []
                 for name in names:
@@ -111,8 +116,9 @@ def walk(directory: str | os.PathLike[str], *, max_entries: int | None = None) -
                     else:
                         kinds.append((name, st))
                 seen += len(kinds)
-                if max_entries is not None and seen > max_entries:
-                    raise TreeError(errno.EFBIG, f"more than {max_entries} files")
+                folders += len(subdirs)
+                if max_entries is not None and max(seen, folders) > max_entries:
+                    raise TreeError(errno.EFBIG, f"more than {max_entries} files or folders")
                 recorded = 0
                 for name, st in kinds:
                     path = _checked(f"{rel}{name}")

@@ -136,7 +136,8 @@ class EnvironmentSpec(_Strict):
     """Largest total file size of the workspace at a round boundary; more fails the round
     (the agent's failure) before the harness copies or hashes it."""
     max_workspace_files: int = Field(default=20_000, gt=0, le=MAX_FILES, strict=True)
-    """Most files (and links, empty dirs) in the workspace at a round boundary."""
+    """Most files (and links) in the workspace at a round boundary, and most folders: a
+    folder is as cheap to make as a file and costs the harness as much to copy."""
 
     @field_validator("workdir")
     @classmethod

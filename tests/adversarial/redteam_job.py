@@ -121,7 +121,7 @@ def main(name: str, backend: str, work: Path) -> dict:
         job = f"rt-{name}-{uuid.uuid4().hex[:6]}"
         start = time.monotonic()
         view = run(work, ScriptedScaffold(load_script(script)), tasks=[load_task(task)],
-                   modes=(Mode.mt,), sandbox=backend, name=job)  # fmt: skip
+                   modes=(Mode(attack.mode),), sandbox=backend, name=job)  # fmt: skip
         wall = time.monotonic() - start
         rss_mb = peak_rss_mb()
         json.dumps(job_json(view))  # the report of a hostile job still renders

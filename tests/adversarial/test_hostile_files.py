@@ -112,12 +112,13 @@ def _limited_task(tmp_path: Path) -> Path:
     "cmd",
     [
         "mkdir many && cd many && seq 1 2000 | xargs touch",  # too many files
+        "mkdir many && cd many && seq 1 2000 | xargs mkdir",  # too many (empty) folders
         "head -c 20M /dev/zero > big.bin",  # too large
         # a path longer than the filesystem's PATH_MAX, built in steps
         "d=$(printf 'a%.0s' $(seq 200)); for i in $(seq 25); do mkdir $d && cd $d || break; "
         "done; echo x > deep.txt; true",
     ],
-    ids=["files", "bytes", "long-path"],
+    ids=["files", "folders", "bytes", "long-path"],
 )
 def test_workspace_bombs_fail_the_round_with_a_reason(tmp_path: Path, cmd: str):
     task = load_task(_limited_task(tmp_path))
@@ -129,7 +130,10 @@ def test_workspace_bombs_fail_the_round_with_a_reason(tmp_path: Path, cmd: str):
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("cmd", ["seq 1 2000 | xargs touch", "head -c 20M /dev/zero > big.bin"])
+@pytest.mark.parametrize(
+    "cmd",
+    ["seq 1 2000 | xargs touch", "seq 1 2000 | xargs mkdir", "head -c 20M /dev/zero > big.bin"],
+)
 def test_workspace_bombs_in_docker(tmp_path: Path, docker_client, cmd: str):
     task = load_task(_limited_task(tmp_path))
     view = run(tmp_path, _agent(tmp_path, cmd), tasks=[task], modes=(Mode.mt,), sandbox="docker")

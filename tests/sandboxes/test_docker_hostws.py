@@ -99,6 +99,31 @@ def test_recycled_clone_folders_are_repaired_to_their_snapshot(
         assert clone.exec(["sh", "-c", LISTING]).stdout == want
 
 
+def test_no_directory_attribute_reaches_the_next_container(
+    provider: DockerProvider, task: Task, monkeypatch: pytest.MonkeyPatch
+):
+    """``user.*`` attributes of the workspace or a kept folder, set by the tested code in
+    a verifier's clone, would reach the next sandbox of the recycled folder (old code:
+    a fast-forward job's next agent read the previous round's hidden tests back)."""
+    monkeypatch.setattr(docker_provider, "RECYCLE_MIN_BYTES", 0)
+    with provider.create(task, "tiny/mt-01") as sb:
+        sb.exec("mkdir -p keep && echo 1 > keep/x")
+        snap = sb.snapshot(label(task, 1))
+    with provider.create(task, "tiny/verify-1", snap) as clone:
+        planted = clone.exec(
+            ["python3", "-c", "import os\nfor d in ('.', 'keep'):\n"
+             "    os.setxattr(d, 'user.loot', b'hidden test')\nos.chmod('keep', 0o777)\n"
+             "print(os.getxattr('keep', 'user.loot'))"]
+        )  # fmt: skip
+        assert "hidden test" in planted.stdout, planted.stderr
+    provider.wait_idle()
+    with provider.create(task, "tiny/agent-2", snap) as sb:
+        seen = sb.exec(["python3", "-c", "import os; print(os.listxattr('.'), "
+                        "os.listxattr('keep'), oct(os.stat('keep').st_mode))"])  # fmt: skip
+        assert seen.stdout.split()[:2] == ["[]", "[]"], (seen.stdout, seen.stderr)
+        assert not seen.stdout.strip().endswith("777"), seen.stdout
+
+
 def test_verification_is_one_archive_in_and_one_out(provider: DockerProvider, make_task):
     task = load_task(make_task())
     api = provider.client.api
