@@ -379,7 +379,9 @@ def run_pytest(
         suite_root,
     ]
     vp = sandbox.verifier_python()
-    argv = [*vp.argv, runner_path]
+    # bytecode only from a cache of the verifier's own: a workspace __pycache__ (say, an
+    # unchecked-hash .pyc of working code beside a stub source) is never read
+    argv = [*vp.argv, "-X", f"pycache_prefix={base}/pycache", runner_path]
     start = time.monotonic()
     # No third-party pytest plugins: faster start, and nothing installed can alter grading.
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
