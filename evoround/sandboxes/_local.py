@@ -2,20 +2,17 @@
 
 It exists because it is fast (no container) and needs nothing installed. Two levels:
 
-- **Hardened** (when Linux namespaces are usable: ``unshare`` from util-linux works, e.g.
-  as root or with unprivileged user namespaces): every command runs in its own pid and
-  mount namespace (and network namespace unless the task allows network or an endpoint
-  was exposed). Inside it the task directories, the task library, the snapshot store,
-  ``EVOROUND_HOME``, the job directory and every other sandbox are covered by empty
-  read-only mounts, ``/proc`` shows only the command's own processes, and when the command
-  ends the kernel kills every process it left behind (``setsid``/double-fork included:
-  the namespace's init is gone). Sandboxes live in a fresh random ``0700`` directory.
-- **Trusted only** (no namespaces): commands run as plain host subprocesses; nothing stops
-  them from reading the rest of the host. ``evoround`` says so when it starts.
+- **Hardened** (bubblewrap, else ``unshare``; see ``_isolation``): every command runs in
+  its own pid and mount namespace (and network namespace unless the task allows network).
+  The task directories, the snapshot store, ``EVOROUND_HOME``, the job directory and every
+  other sandbox are out of sight, ``/proc`` shows only the command's own processes, and
+  when the command ends the kernel kills every process it left behind (``setsid`` and
+  double forks included). Sandboxes live in a fresh random ``0700`` directory.
+- **Trusted only** (no namespaces): plain host subprocesses that can read the rest of the
+  host; ``evoround`` says so when it starts.
 
-Either way the environment is clean (a short allow-list plus what the caller passes: no
-``EVOROUND_*``, no API keys of the engine), and every command runs in its own process
-group so a timeout or Ctrl-C kills the whole tree.
+Either way the environment is clean (an allow-list plus what the caller passes: no
+``EVOROUND_*``, no API keys) and a timeout or Ctrl-C kills the command's whole tree.
 """
 
 from __future__ import annotations
@@ -513,20 +510,22 @@ class LocalProvider(SandboxProvider):
             network=env.network,
             limits=(env.max_workspace_files, env.max_workspace_mb << 20),
         )
-        if snapshot is None:
-            if task.workspace_dir.is_dir():
+        try:  # a sandbox never handed out is closed here: its cgroup goes with it
+            if snapshot is None and task.workspace_dir.is_dir():
                 shutil.copytree(task.workspace_dir, sb.workdir, dirs_exist_ok=True, symlinks=True)
-        else:
-            if snapshot.backend != BACKEND:
-                raise SandboxError(f"snapshot {snapshot.id} is a {snapshot.backend} snapshot")
-            store = self.store
-            try:
-                store.manifest(snapshot.locator)
-            except FileNotFoundError:
-                raise SandboxError(
-                    f"snapshot {snapshot.id}: content missing from {store.root}"
-                ) from None
-            self._write_workspace(sb, snapshot)
+            elif snapshot is not None:
+                if snapshot.backend != BACKEND:
+                    raise SandboxError(f"snapshot {snapshot.id} is a {snapshot.backend} snapshot")
+                try:
+                    self.store.manifest(snapshot.locator)
+                except FileNotFoundError:
+                    raise SandboxError(
+                        f"snapshot {snapshot.id}: content missing from {self.store.root}"
+                    ) from None
+                self._write_workspace(sb, snapshot)
+        except BaseException:
+            sb.close()
+            raise
         return sb
 
     @property

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evoround.results import Mode, RoundStatus
-from evoround.sandboxes import LocalProvider
+from evoround.sandboxes import LocalProvider, SandboxError
 from evoround.sandboxes._cgroup import PREFIX, cgroups_available
 from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import load_task
@@ -64,6 +64,7 @@ def test_fork_bomb_is_capped_and_leaves_nothing(tmp_path: Path, monkeypatch, iso
 
 
 def test_memory_bomb_is_killed_inside_its_sandbox(tmp_path: Path) -> None:
+    before = _groups()  # another test's leak is that test's failure, not this one's
     provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
     with provider.create(load_task(_limited_task(tmp_path)), "t/m") as sb:
         assert sb.cgroup is not None
@@ -73,7 +74,7 @@ def test_memory_bomb_is_killed_inside_its_sandbox(tmp_path: Path) -> None:
         capped = sb.exec("for i in $(seq 100); do sleep 3 & done; wait", timeout=30)
         assert "fork" in capped.stderr.lower() or capped.exit_code != 0, capped
     provider.close()
-    assert _groups() == set()
+    assert _groups() == before
 
 
 def test_a_background_writer_is_frozen_while_the_snapshot_is_read(
@@ -118,3 +119,22 @@ def test_a_background_writer_is_frozen_while_the_snapshot_is_read(
     finally:
         sb.close()
         provider.close()
+
+
+def test_a_sandbox_that_fails_to_open_leaves_no_group(tmp_path: Path) -> None:
+    """A sandbox whose workspace cannot be written (content gone, a deadline hit while
+    copying) is never handed out, so nobody else can close it: its cgroup must go with the
+    error (the deadline test's verification clone left one behind per round)."""
+    store = SnapshotStore(tmp_path / "store")
+    provider = LocalProvider(store, tmp_path / "sb")
+    task = load_task(_limited_task(tmp_path))
+    with provider.create(task, "t/a") as sb:
+        snap = sb.snapshot(
+            SnapshotLabel(task=task.name, task_digest=task.digest, kind=SnapshotKind.agent, round=1)
+        )
+    before = _groups()
+    (store.root / "manifests" / f"{snap.locator}.json").unlink()
+    with pytest.raises(SandboxError, match="content missing"):
+        provider.create(task, "t/b", snap)
+    provider.close()
+    assert _groups() == before
