@@ -114,7 +114,9 @@ def test_a_background_writer_is_frozen_while_the_snapshot_is_read(
         )
         assert seen == [(True, True)], "the writer ran while the snapshot was read"
         before = tick.read_text()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30  # a loaded machine runs the writer's loop slowly
+        while tick.read_text() == before and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert tick.read_text() != before, "the writer was left frozen"
     finally:
         sb.close()
