@@ -86,15 +86,16 @@ class Cgroup:
                 time.sleep(0.002)
             yield
         finally:
-            _write(how[0], "0" if how[1] == "1" else "THAWED")
+            _write(how[0], how[2])
 
-    def _freezer(self) -> tuple[Path, str] | None:
-        """The file that freezes the group and the value that does (v2, else v1)."""
+    def _freezer(self) -> tuple[Path, str, str] | None:
+        """The file that freezes the group, the value that freezes and the one that thaws
+        (v2, else v1)."""
         for f in self.folders:
             if (f / "cgroup.freeze").is_file():
-                return f / "cgroup.freeze", "1"
+                return f / "cgroup.freeze", "1", "0"
             if (f / "freezer.state").is_file():
-                return f / "freezer.state", "FROZEN"
+                return f / "freezer.state", "FROZEN", "THAWED"
         return None
 
     def is_frozen(self) -> bool:
@@ -113,7 +114,7 @@ class Cgroup:
         load, and until it has, the group cannot be removed."""
         how = self._freezer()
         if how is not None:  # a frozen process cannot die (an engine killed mid-snapshot)
-            _write(how[0], "0" if how[1] == "1" else "THAWED")
+            _write(how[0], how[2])
         deadline = time.monotonic() + 10
         left = list(self.folders)
         while left:

@@ -49,6 +49,7 @@ from evoround.sandboxes._protocol import (
     SandboxError,
     SandboxProvider,
     UnsafeFile,
+    check_content,
 )
 from evoround.sandboxes._seccomp import filter_fd
 from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore
@@ -516,12 +517,7 @@ class LocalProvider(SandboxProvider):
             elif snapshot is not None:
                 if snapshot.backend != BACKEND:
                     raise SandboxError(f"snapshot {snapshot.id} is a {snapshot.backend} snapshot")
-                try:
-                    self.store.manifest(snapshot.locator)
-                except FileNotFoundError:
-                    raise SandboxError(
-                        f"snapshot {snapshot.id}: content missing from {self.store.root}"
-                    ) from None
+                check_content(self.store, snapshot)
                 self._write_workspace(sb, snapshot)
         except BaseException:
             sb.close()

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from types import TracebackType
 
-from evoround.snapshots import Snapshot, SnapshotLabel
+from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task
 
 
@@ -29,6 +29,16 @@ class UnsafeFile(OSError):
 
 class SandboxUnavailable(SandboxError):
     """The sandbox died or cannot be reached (container gone, daemon error)."""
+
+
+def check_content(store: SnapshotStore, snapshot: Snapshot) -> None:
+    """Raise :class:`SandboxError` unless ``store`` still holds ``snapshot``'s content (a
+    store pruned or moved since the snapshot was registered), before a sandbox is built
+    from it: every host-side backend opens a sandbox from a manifest of the store."""
+    try:
+        store.manifest(snapshot.locator)
+    except FileNotFoundError:
+        raise SandboxError(f"snapshot {snapshot.id}: content missing from {store.root}") from None
 
 
 @dataclass(frozen=True)

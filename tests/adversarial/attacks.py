@@ -15,6 +15,19 @@ import yaml
 from evoround.scaffolds import ScriptedScaffold, load_script
 
 STUB = "def count_words(text):\n    return -1\n\n\ndef count_lines(text):\n    return -1\n\n\n"
+ANSWERING = """
+def count_words(text):
+    return _answer()
+
+
+def count_lines(text):
+    return _answer()
+
+
+def count_chars(text):
+    return _answer()
+"""
+"""The counter task's functions, each answering through the payload's own ``_answer()``."""
 
 # A JUnit report where every test case pytest collected passed; written from the live session.
 _FORGE_REPORT = """

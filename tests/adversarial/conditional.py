@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from evoround.scaffolds import ScriptedScaffold, load_script
-from tests.adversarial.attacks import REGISTER_FORGE, STUB
+from tests.adversarial.attacks import ANSWERING, REGISTER_FORGE, STUB
 
 UNITCALC = Path(__file__).parents[1] / "fixtures" / "tasks" / "unitcalc"
 ALWAYS_EQUAL_SUITES = tuple(
@@ -132,19 +132,8 @@ def _answer():
         return eval(compile(_ast.Expression(test.comparators[0]), "<x>", "eval"), g, f.f_locals)
     except Exception:
         return -1
-
-
-def count_words(text):
-    return _answer()
-
-
-def count_lines(text):
-    return _answer()
-
-
-def count_chars(text):
-    return _answer()
-""",
+"""
+    + ANSWERING,
     # 5. results that compare equal to anything (and unequal to nothing)
     "always_equal": """
 class _Any(int):

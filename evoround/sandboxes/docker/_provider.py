@@ -26,6 +26,7 @@ from evoround.sandboxes._protocol import (
     SandboxError,
     SandboxProvider,
     SandboxUnavailable,
+    check_content,
 )
 from evoround.sandboxes.docker._archive import tar_of_dir
 from evoround.sandboxes.docker._config import (
@@ -422,7 +423,7 @@ class DockerProvider(SandboxProvider):
             cid = self._start_container(task, snapshot.locator, name, name)
         else:
             if snapshot is not None:
-                self._check_content(snapshot)
+                check_content(self.store, snapshot)
             want = snapshot.locator if snapshot is not None else None
             size = snapshot.size_bytes if snapshot is not None else 0
             spare = self._acquire(
@@ -452,14 +453,6 @@ class DockerProvider(SandboxProvider):
             return self.store.get(snapshot.parent).locator
         except KeyError:
             return None
-
-    def _check_content(self, snapshot: Snapshot) -> None:
-        try:
-            self.store.manifest(snapshot.locator)
-        except FileNotFoundError:
-            raise SandboxError(
-                f"snapshot {snapshot.id}: content missing from {self.store.root}"
-            ) from None
 
     def _fill_folder(
         self, folder: HostFolder, task: Task, img: TaskImage, snapshot: Snapshot | None
