@@ -45,6 +45,7 @@ RUNNER = r'''"""evoround verifier runner (generated; see evoround/verifiers/_gua
 import json as _json
 import os as _os
 import sys as _sys
+import time as _time
 
 
 class _Watch:
@@ -151,14 +152,16 @@ def _start():
     _sys.path.extend(p for p in cfg.pop("path_last") if p not in _sys.path)
 
     getpid = _os.getpid
-    runner_pid = getpid()
+    me = {"pid": getpid(), "fresh": False}
 
     def emit(rec):
-        if getpid() != runner_pid:
+        if getpid() != me["pid"]:
             # A child the code under test forked without leaving it (an honest bug as well
             # as a trick) came back into pytest: its records would repeat the runner's. It
             # writes none and leaves now, before it runs other tests or writes the report.
             _os._exit(0 if rec.get("outcome") == "passed" else 1)
+        if me["fresh"]:
+            rec["fresh"] = 1
         data = tag + _json.dumps(rec).encode() + b"\n"
         while data:
             data = data[_os.write(chan, data):]
@@ -167,6 +170,13 @@ def _start():
 
     order = cfg.pop("order", {})
     watch = _Watch(pytest, cfg.pop("workdir", ""))
+
+    def late(item):
+        try:
+            path, line = item.location[0], item.location[1]
+            return path in order and line >= order[path]
+        except Exception:
+            return False
 
     class Guard:
         # The runner is never told which tests are the harness's controls: code in this
@@ -183,14 +193,52 @@ def _start():
         def pytest_collection_modifyitems(self, items):
             # tests defined past a file's original end (the harness's additions) run last,
             # so nothing they do can change a real test's outcome
-            def late(item):
-                try:
-                    path, line = item.location[0], item.location[1]
-                    return path in order and line >= order[path]
-                except Exception:
-                    return False
-
             items[:] = sorted(items, key=late)
+
+        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+        def pytest_runtestloop(self, session):
+            # A second opinion on the harness's own tests: a copy of this process forked
+            # before any test ran waits until every test here is done, then runs only the
+            # late ones. Code that answers by call order or history (right on a first call,
+            # wrong on a repeat) meets a twin first there, as if it were the real test.
+            picked = [i for i in session.items if late(i)]
+            try:
+                r, w = _os.pipe()
+                pid = _os.fork()
+            except OSError as e:
+                emit({"k": "fresh", "error": str(e)[:200]})
+                yield
+                return
+            if pid == 0:
+                _os.close(w)
+                go = _os.read(r, 1)
+                if not go:  # the runner is gone: nothing to check for
+                    _os._exit(0)
+                me["pid"], me["fresh"] = getpid(), True
+                session.items[:] = picked
+                yield
+                watch.check(emit)
+                emit({"k": "fresh_end"})
+                _os._exit(0)
+            _os.close(r)
+            began = _time.monotonic()
+            yield
+            # a copy that hangs where the real run did not (a twin waiting on state only
+            # earlier tests create) is stopped: it proves nothing either way
+            deadline = _time.monotonic() + 30 + 2 * (_time.monotonic() - began)
+            _os.write(w, b"1")
+            _os.close(w)
+            stopped = False
+            while True:
+                done, status = _os.waitpid(pid, _os.WNOHANG)
+                if done:
+                    break
+                if _time.monotonic() > deadline:
+                    _os.kill(pid, 9)
+                    status, stopped = _os.waitpid(pid, 0)[1], True
+                    break
+                _time.sleep(0.005)
+            emit({"k": "fresh", "status": status, "late": stopped})
 
         def pytest_deselected(self, items):
             emit({"k": "deselected", "ids": [i.nodeid for i in items]})
@@ -357,6 +405,14 @@ class Channel:
     anomalies: list[str] = field(default_factory=list)
     tampered: list[str] = field(default_factory=list)
     """Runner internals found changed (or foreign plugins registered) during the run."""
+    fresh: dict[str, dict[str, dict[str, object]]] = field(default_factory=dict)
+    """The fresh copy's test records (the harness's late tests run first; see the runner)."""
+    fresh_ended: bool = False
+    fresh_status: int | None = None
+    """The fresh copy's wait status as the runner saw it (None: never reported)."""
+    fresh_error: str | None = None
+    fresh_late: bool = False
+    """The fresh copy was stopped for taking too long (its missing records prove nothing)."""
 
 
 def read_channel(stdout: str, nonce: str) -> Channel:
@@ -368,41 +424,54 @@ def read_channel(stdout: str, nonce: str) -> Channel:
             continue
         try:
             rec = json.loads(line[len(tag) :])
-            kind = rec["k"]
-        except (ValueError, KeyError, TypeError):
+            _record(ch, rec["k"], rec)
+        except (ValueError, KeyError, TypeError, AttributeError):
             ch.anomalies.append("a malformed record on the result channel")
-            continue
-        if ch.end_rc is not None:
-            ch.anomalies.append("records on the result channel after the end record")
-        if kind == "test" and rec.get("sub"):
-            # a subtest's report: one that failed fails its test; passed ones add nothing
-            phases = ch.tests.setdefault(str(rec.get("nodeid")), {})
-            if rec.get("outcome") == "failed":
-                phases.setdefault("subtest", rec)
-        elif kind == "test":
-            phases = ch.tests.setdefault(str(rec.get("nodeid")), {})
-            when = str(rec.get("when"))
-            if when in phases:
-                ch.anomalies.append(f"{rec.get('nodeid')}: {when} reported twice")
-            phases[when] = rec
-        elif kind == "collect":
-            ch.collect_errors[str(rec.get("nodeid"))] = (
-                str(rec.get("outcome")),
-                str(rec.get("msg") or ""),
-            )
-        elif kind == "deselected":
-            ch.deselected.update(str(i) for i in rec.get("ids") or [])
-        elif kind == "collected":
-            if ch.collected is not None:
-                ch.anomalies.append("collection reported twice")
-            ch.collected = [str(i) for i in rec.get("ids") or []]
-        elif kind == "tamper":
-            ch.tampered.append(str(rec.get("what"))[:200])
-        elif kind == "end":
-            if ch.end_rc is not None:
-                ch.anomalies.append("two end records")
-            ch.end_rc = int(rec.get("rc", -1))
     return ch
+
+
+def _record(ch: Channel, kind: object, rec: dict[str, object]) -> None:
+    if ch.end_rc is not None:
+        ch.anomalies.append("records on the result channel after the end record")
+    tests = ch.fresh if rec.get("fresh") else ch.tests
+    if kind == "test" and rec.get("sub"):
+        # a subtest's report: one that failed fails its test; passed ones add nothing
+        phases = tests.setdefault(str(rec.get("nodeid")), {})
+        if rec.get("outcome") == "failed":
+            phases.setdefault("subtest", rec)
+    elif kind == "test":
+        phases = tests.setdefault(str(rec.get("nodeid")), {})
+        when = str(rec.get("when"))
+        if when in phases:
+            ch.anomalies.append(f"{rec.get('nodeid')}: {when} reported twice")
+        phases[when] = rec
+    elif kind == "fresh_end":
+        ch.fresh_ended = True
+    elif kind == "fresh":
+        if ch.fresh_status is not None or ch.fresh_error is not None:
+            ch.anomalies.append("the fresh copy reported twice")
+        if "error" in rec:
+            ch.fresh_error = str(rec.get("error"))[:200]
+        else:
+            ch.fresh_status = int(rec.get("status", -1))
+            ch.fresh_late = bool(rec.get("late"))
+    elif kind == "collect":
+        ch.collect_errors[str(rec.get("nodeid"))] = (
+            str(rec.get("outcome")),
+            str(rec.get("msg") or ""),
+        )
+    elif kind == "deselected":
+        ch.deselected.update(str(i) for i in rec.get("ids") or [])
+    elif kind == "collected":
+        if ch.collected is not None:
+            ch.anomalies.append("collection reported twice")
+        ch.collected = [str(i) for i in rec.get("ids") or []]
+    elif kind == "tamper":
+        ch.tampered.append(str(rec.get("what"))[:200])
+    elif kind == "end":
+        if ch.end_rc is not None:
+            ch.anomalies.append("two end records")
+        ch.end_rc = int(rec.get("rc", -1))
 
 
 def phase_outcome(phases: dict[str, dict[str, object]]) -> tuple[str, str]:

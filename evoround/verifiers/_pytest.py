@@ -38,7 +38,7 @@ from evoround.verifiers._guard import (
     runner_input,
     selects,
 )
-from evoround.verifiers._twins import TwinPlan, node_parts, plan_twins, shared_imports
+from evoround.verifiers._twins import Twin, TwinPlan, node_parts, plan_twins, shared_imports
 
 REPORT_LIMIT = 64 << 20
 """Largest JUnit report read back (it is an artefact and a cross-check, not the verdict)."""
@@ -202,6 +202,7 @@ def _cross_check(
             "the test runner's internals were changed during the run: " + ", ".join(ch.tampered[:5])
         )
     evidence += _twin_evidence(ch, twins)
+    evidence += _fresh_evidence(ch, controls, twins)
     problems: list[str] = []
     pass_id, fail_id = controls.node_ids
     fail_ctl = ch.tests.get(fail_id)
@@ -295,7 +296,7 @@ def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
                 mine[(file, cls, params)] = phase_outcome(phases)[0]
             elif (file, cls, name) == (tw.file, tw.cls, tw.original):
                 theirs.add(params)
-        where = f"{tw.file}::{tw.cls}::{tw.original}" if tw.cls else f"{tw.file}::{tw.original}"
+        where = _where(tw)
         forged = sorted(k for k, o in mine.items() if o == "passed")
         if forged:
             out.append(
@@ -306,6 +307,47 @@ def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
         if not forged and done and theirs and (not here or (tw.fixed and here < theirs)):
             out.append(f"the failing twin of {where} never ran: tests were removed")
     return out
+
+
+def _fresh_evidence(ch: Channel, controls: Controls, twins: TwinPlan) -> list[str]:
+    """The runner's fresh copy (forked before any test ran, running only the harness's own
+    tests, after the real run): a twin or the failing control passing there is a forgery
+    that answers by call history; in a copy that ran to its end, one of them missing is a
+    removed test. A copy stopped for time proves only what it reported."""
+    if ch.end_rc not in (0, EXIT_TESTS_FAILED) or ch.collected is None:
+        return []  # the real run did not complete: the other checks speak
+    if ch.fresh_error is not None:
+        return [f"the runner could not fork its fresh copy of the test process: {ch.fresh_error}"]
+    if ch.fresh_status is None:
+        return ["the runner never reported its fresh copy of the test process"]
+    out: list[str] = []
+    names = {tw.name: tw for tw in twins.twins}
+    for tw in twins.twins:
+        mine = [ph for n, ph in ch.fresh.items() if node_parts(n)[2] == tw.name]
+        forged = sum(phase_outcome(ph)[0] == "passed" for ph in mine)
+        if forged:
+            out.append(
+                f"a failing twin of {_where(tw)} passed when it ran first, in a fresh copy "
+                f"of the test process ({forged} of {len(mine)} instances): results follow "
+                "call order, not the code"
+            )
+    fail_id = controls.node_ids[1]
+    if fail_id in ch.fresh and phase_outcome(ch.fresh[fail_id])[0] == "passed":
+        out.append("the control test that must fail passed in the fresh copy of the test process")
+    if ch.fresh_late:
+        return out
+    if ch.fresh_status != 0 or not ch.fresh_ended:
+        out.append(f"the fresh copy of the test process ended early (status {ch.fresh_status})")
+        return out
+    ours = [n for n in ch.tests if n in controls.node_ids or node_parts(n)[2] in names]
+    gone = [n for n in ours if n not in ch.fresh]
+    if gone:
+        out.append(f"tests of the harness never ran in the fresh copy: {', '.join(gone[:3])}")
+    return out
+
+
+def _where(tw: Twin) -> str:
+    return f"{tw.file}::{tw.cls}::{tw.original}" if tw.cls else f"{tw.file}::{tw.original}"
 
 
 def _all_tests(ch: Channel) -> list[TestResult]:

@@ -12,6 +12,13 @@ strict xfails, so a defence that catches one shows up as an unexpected pass to f
 - ``first_call_reader``: reads the expected literal on the first call with given arguments
   and answers honestly on any later identical call: twins copy their original's arguments
   and always run after every real test, so no source reading is needed.
+- ``shape_repeat_reader``: reads the expected literal unless a test of another name with
+  the same body up to its expected values already called it in this process: a twin is a
+  copy of a real test that ran earlier.
+
+The last two answer by history, so a fresh copy of the test process in which the twins
+run first (the runner forks one before any test runs) catches them: they are in
+:data:`CAUGHT`.
 """
 
 from __future__ import annotations
@@ -131,4 +138,35 @@ def count_lines(text):
 def count_chars(text):
     return _answer(("c", text))
 """,
+    "shape_repeat_reader": r"""
+import ast as _ast, inspect as _insp, linecache as _lc, sys as _sys
+_shapes = {}
+
+class _Blank(_ast.NodeTransformer):
+    def visit_Compare(self, n):
+        n.comparators = [_ast.Constant(value=0) for _ in n.comparators]
+        return n
+
+def _answer():
+    f = _sys._getframe(2)
+    code = f.f_code
+    try:
+        src = _insp.getsource(code)
+        tree = _ast.parse("if 1:\n" + src if src.startswith(" ") else src)
+        fn = next(n for n in _ast.walk(tree) if isinstance(n, _ast.FunctionDef))
+        shape = _ast.dump(_Blank().visit(_ast.Module(body=fn.body, type_ignores=[])))
+        if _shapes.setdefault(shape, code.co_name) != code.co_name:
+            return -1  # a copy of a test that already ran: a twin
+    except Exception:
+        pass
+    line = _lc.getline(code.co_filename, f.f_lineno).strip()
+    try:
+        return _ast.literal_eval(_ast.parse(line).body[0].test.comparators[0])
+    except Exception:
+        return -1
+"""
+    + ANSWERING,
 }
+
+CAUGHT = frozenset({"first_call_reader", "shape_repeat_reader"})
+"""Targeted forgeries the harness now catches (see above); the rest are known gaps."""
