@@ -169,6 +169,7 @@ def _start():
     import pytest
 
     order = cfg.pop("order", {})
+    grace = float(cfg.pop("fresh_grace", 30))
     watch = _Watch(pytest, cfg.pop("workdir", ""))
 
     def late(item):
@@ -225,7 +226,7 @@ def _start():
             yield
             # a copy that hangs where the real run did not (a twin waiting on state only
             # earlier tests create) is stopped: it proves nothing either way
-            deadline = _time.monotonic() + 30 + 2 * (_time.monotonic() - began)
+            deadline = _time.monotonic() + grace + 2 * (_time.monotonic() - began)
             _os.write(w, b"1")
             _os.close(w)
             stopped = False
@@ -279,6 +280,9 @@ def _start():
 
 _start()
 '''
+
+FRESH_GRACE = 30.0
+"""Seconds the fresh copy may take beyond twice the real run's test loop (see the runner)."""
 
 _WORDS = (
     "totals", "parsing", "edges", "format", "roundtrip", "limits", "config", "values",
@@ -381,6 +385,7 @@ def runner_input(
     the code under test lives (plugins from there are reported).
     """
     cfg = {
+        "fresh_grace": FRESH_GRACE,
         "order": dict(order or {}),
         "workdir": workdir,
         "path_first": list(path_first),

@@ -1,0 +1,92 @@
+"""The runner's fresh copy: the harness's twins and controls run again, first, in a copy of
+the test process forked before any test ran (see evoround/verifiers/_guard.py)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from evoround.sandboxes import LocalProvider
+from evoround.snapshots import SnapshotStore
+from evoround.tasks import active_tests, load_task
+from evoround.verifiers import _guard, run_pytest
+from tests.helpers import COUNTER
+
+HONEST = "def count_words(text):\n    return len(text.split())\n"
+# honest answers, but the copy forked from this process dies (or hangs) as soon as it calls
+PID_AWARE = """import os, time
+_PID = os.getpid()
+
+
+def count_words(text):
+    if os.getpid() != _PID:
+        {action}
+    return len(text.split())
+"""
+ORDER_DEPENDENT_TEST = """from counter import count_words, remember, recall
+
+
+def test_first():
+    remember(count_words("a b"))
+    assert recall() == [2]
+
+
+def test_second():
+    remember(count_words("c"))
+    assert recall() == [2, 1]
+"""
+ORDER_DEPENDENT = (
+    HONEST
+    + """
+_seen = []
+
+
+def remember(n):
+    _seen.append(n)
+
+
+def recall():
+    return list(_seen)
+"""
+)
+
+
+def _verify(tmp_path: Path, code: str, test: str | None = None):
+    task_dir = tmp_path / "task"
+    shutil.copytree(COUNTER, task_dir)
+    if test is not None:
+        (task_dir / "rounds/01/tests/test_words.py").write_text(test)
+    task = load_task(task_dir)
+    provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
+    with provider.create(task, "t/verify") as sb:
+        sb.write_file("counter.py", code)
+        return run_pytest(sb, active_tests(task, 1), 1, timeout=120)
+
+
+def test_a_copy_that_dies_is_evidence(tmp_path: Path) -> None:
+    res = _verify(tmp_path, PID_AWARE.format(action="os._exit(0)"))
+    assert not res.passed
+    assert any("fresh copy" in e and "ended early" in e for e in res.integrity), res.integrity
+
+
+def test_a_copy_that_hangs_is_stopped_and_proves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_guard, "FRESH_GRACE", 1.0)
+    start = time.monotonic()
+    res = _verify(tmp_path, PID_AWARE.format(action="time.sleep(3600)"))
+    assert time.monotonic() - start < 60
+    assert not res.integrity, res.integrity
+    assert res.passed, res.problems
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_tests_that_depend_on_earlier_tests_are_no_false_alarm(tmp_path: Path, attempt: int):
+    """In the copy a twin runs without the real tests before it: state they build is
+    missing there, and the twin fails for that reason instead (twins always fail)."""
+    res = _verify(tmp_path, ORDER_DEPENDENT, ORDER_DEPENDENT_TEST)
+    assert not res.integrity, res.integrity
+    assert res.passed, res.problems
