@@ -264,6 +264,7 @@ def _cross_check(
         if unreported:
             evidence.append(f"collected tests never reported: {', '.join(unreported[:5])}")
     if junit is not None:
+        evidence += _junit_disagrees(ch, junit)
         channel = {(r.file, r.name, r.outcome) for r in _all_tests(ch)}
         for r in junit:
             if r.name == controls.failing and r.outcome is TestOutcome.passed:
@@ -278,6 +279,32 @@ def _cross_check(
                 )
                 break
     return evidence, problems
+
+
+def _junit_disagrees(ch: Channel, junit: list[TestResult]) -> list[str]:
+    """Tests the result channel says passed while pytest's own JUnit writer, a second
+    listener to the same reports, saw only failures: one of the two was tampered with, and
+    it is never the failure that is forged. (Same-named tests of several classes count
+    only when every one of them agrees.)"""
+    said: dict[tuple[str, str], set[TestOutcome]] = {}
+    for r in _all_tests(ch):
+        said.setdefault((r.file, r.name), set()).add(r.outcome)
+    saw: dict[tuple[str, str], set[TestOutcome]] = {}
+    for r in junit:
+        if r.name:
+            saw.setdefault((r.file, r.name), set()).add(r.outcome)
+    bad = {TestOutcome.failed, TestOutcome.error}
+    out = sorted(
+        f"{f}::{n}"
+        for (f, n), outcomes in saw.items()
+        if said.get((f, n)) == {TestOutcome.passed} and outcomes & bad and not outcomes - bad
+    )
+    if not out:
+        return []
+    return [
+        "the result channel says these passed, pytest's JUnit report says they failed: "
+        + ", ".join(out[:5])
+    ]
 
 
 def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:

@@ -1,11 +1,14 @@
-"""Targeted forgeries that are NOT detected yet (see docs/threat-model.md, "What this does
-not guarantee"): each is the content of ``counter.py``, implements nothing, and passes the
-counter task's round 1 on hardened local and on Docker. ``test_known_gaps.py`` runs them as
-strict xfails, so a defence that catches one shows up as an unexpected pass to flip.
+"""Targeted forgeries (see docs/threat-model.md, "What this does not guarantee"): each is the
+content of ``counter.py``, implements nothing, and passed the counter task's round 1 on
+hardened local and on Docker when written. ``test_known_gaps.py`` runs those not in
+:data:`CAUGHT` as strict xfails, so a defence that catches one shows up as an unexpected
+pass to flip, and the caught ones as ordinary tests.
 
 - ``emit_cell_swap``: finds the runner's ``Guard`` plugin with ``gc``, reads which tests run
   late (the harness's controls and twins) from the ``order`` cell of its closure, and swaps
-  the ``emit`` cell of its report hook for one that marks every other test passed.
+  the ``emit`` cell of its report hook for one that marks every other test passed. Caught:
+  pytest's JUnit writer, a second listener to the same reports, still saw the failures (an
+  attacker that rewrites both listeners is not caught; see the threat model).
 - ``twin_aware_reader``: reads the expected literal from the calling ``assert`` line, but
   answers honestly in tests named like twins (the harness's word list) or calling a
   ``_expected_*`` helper.
@@ -17,7 +20,8 @@ strict xfails, so a defence that catches one shows up as an unexpected pass to f
   copy of a real test that ran earlier.
 
 The last two answer by history, so a fresh copy of the test process in which the twins
-run first (the runner forks one before any test runs) catches them: they are in
+run first (the runner forks one before any test runs) catches them (an attacker that tells
+the copy by its process id is not caught; see the threat model). The caught ones are in
 :data:`CAUGHT`.
 """
 
@@ -46,8 +50,11 @@ def _go():
     cm = type(guard).pytest_collection_modifyitems
     order = None
     for name, cell in zip(cm.__code__.co_freevars, cm.__closure__ or ()):
-        if name == "order":
-            order = cell.cell_contents
+        if name == "late":
+            late_fn = cell.cell_contents
+            for n2, c2 in zip(late_fn.__code__.co_freevars, late_fn.__closure__ or ()):
+                if n2 == "order":
+                    order = c2.cell_contents
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
         if name == "emit":
             real = cell.cell_contents
@@ -168,5 +175,5 @@ def _answer():
     + ANSWERING,
 }
 
-CAUGHT = frozenset({"first_call_reader", "shape_repeat_reader"})
+CAUGHT = frozenset({"emit_cell_swap", "first_call_reader", "shape_repeat_reader"})
 """Targeted forgeries the harness now catches (see above); the rest are known gaps."""
