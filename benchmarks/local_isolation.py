@@ -2,21 +2,30 @@
 
 Each mechanism runs the same short command (``true``) N times in one sandbox of the
 counter task, alternating mechanisms so machine noise falls on all of them alike. Prints
-the median, min and max wall time per command and the ratio to ``none``.
+the median, min and max wall time per command and the ratio to ``none``. The row
+``unshare-bare`` is the same unshare command line without the seccomp launcher (what
+unshare mode ran before it had the keyring filter): the launcher's cost is the difference.
 
-    python benchmarks/local_isolation.py --commands 40
+With a timeout (as the engine runs agent commands), ``Popen.wait`` polls the command with
+a backoff that grows to 50 ms steps, so times are rounded up to the next poll (about 64,
+114, 164 ms); ``--no-timeout`` waits blocking and shows the unrounded differences.
+
+    python benchmarks/local_isolation.py --commands 40 [--no-timeout]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from evoround.sandboxes import LocalProvider
+from evoround.sandboxes import ExecResult, LocalProvider, LocalSandbox
+from evoround.sandboxes._isolation import unshare_argv
+from evoround.sandboxes._local import local_run
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import load_task
 
@@ -26,10 +35,12 @@ COUNTER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tasks" /
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commands", type=int, default=40)
+    ap.add_argument("--no-timeout", action="store_true", help="run commands without one")
     args = ap.parse_args()
+    timeout = None if args.no_timeout else 30.0
     tmp = Path(tempfile.mkdtemp(prefix="evoround-bench-"))
     task = load_task(COUNTER)
-    sandboxes = {}
+    sandboxes: dict[str, LocalSandbox] = {}
     for mech in ("none", "unshare", "bwrap"):
         os.environ["EVOROUND_LOCAL_ISOLATION"] = mech
         try:
@@ -37,22 +48,36 @@ def main() -> None:
         except Exception as e:  # this machine cannot do it
             print(f"{mech}: unavailable ({e})")
             continue
-        sandboxes[mech] = provider.create(task, f"bench/{mech}")
+        sb = provider.create(task, f"bench/{mech}")
+        assert isinstance(sb, LocalSandbox)
+        sandboxes[mech] = sb
+    if "unshare" in sandboxes:
+        sandboxes["unshare-bare"] = sandboxes["unshare"]
     times: dict[str, list[float]] = {m: [] for m in sandboxes}
     for _ in range(args.commands):
         for mech, sb in sandboxes.items():
             t0 = time.perf_counter()
-            res = sb.exec("true", timeout=30)
+            res = _bare(sb, timeout) if mech == "unshare-bare" else sb.exec("true", timeout=timeout)
             times[mech].append(time.perf_counter() - t0)
             assert res.exit_code == 0, (mech, res.stderr)
     base = statistics.median(times["none"]) if "none" in times else None
-    print(f"{'mechanism':10} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'x none':>7}")
+    print(f"{'mechanism':12} {'median ms':>10} {'min ms':>8} {'max ms':>8} {'x none':>7}")
     for mech, ts in times.items():
         med = statistics.median(ts)
         ratio = f"{med / base:7.1f}" if base else "      -"
-        print(f"{mech:10} {med * 1e3:10.1f} {min(ts) * 1e3:8.1f} {max(ts) * 1e3:8.1f} {ratio}")
-    for sb in sandboxes.values():
+        print(f"{mech:12} {med * 1e3:10.1f} {min(ts) * 1e3:8.1f} {max(ts) * 1e3:8.1f} {ratio}")
+    for sb in set(sandboxes.values()):
         sb.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _bare(sb: LocalSandbox, timeout: float | None) -> ExecResult:
+    """``true`` under unshare as :meth:`LocalSandbox.exec` runs it, minus the launcher."""
+    env = {**{k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ},
+           "HOME": str(sb.root / "home")}  # fmt: skip
+    argv = unshare_argv(sb.root, sb.hidden, ["bash", "-c", "true"], network=sb.network)
+    argv = sb.cgroup.wrap(argv) if sb.cgroup is not None else argv
+    return local_run(argv, cwd=Path(sb.workdir), timeout=timeout, stdin=None, env=env)
 
 
 if __name__ == "__main__":

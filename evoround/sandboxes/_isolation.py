@@ -17,6 +17,8 @@ included, dies with it) and its own network namespace unless the task allows net
   out of the view.
 - **unshare** (util-linux) runs the older script below: the hidden paths are covered, the
   rest of the host stays writable with the user's rights.
+
+Under both, the seccomp filter of ``_seccomp`` refuses the kernel keyring calls.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from evoround.sandboxes._protocol import SandboxError
@@ -316,11 +319,18 @@ def bwrap_argv(
 
 
 def unshare_argv(
-    root: Path, hidden: tuple[Path, ...], argv: list[str], *, network: bool
+    root: Path,
+    hidden: tuple[Path, ...],
+    argv: list[str],
+    *,
+    network: bool,
+    launcher: Sequence[str] = (),
 ) -> list[str]:
-    """The util-linux ``unshare`` command line that runs ``argv`` (see ``NS_SCRIPT``)."""
+    """The util-linux ``unshare`` command line that runs ``argv`` (see ``NS_SCRIPT``);
+    ``launcher`` (the seccomp filter's, see ``_seccomp``) runs first inside the
+    namespaces and becomes the script."""
     ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
     if not network:
         ns.append("--net")
-    return [*ns, "--", "sh", "-c", NS_SCRIPT, "evoround-ns", str(root),
+    return [*ns, "--", *launcher, "sh", "-c", NS_SCRIPT, "evoround-ns", str(root),
             *[str(p) for p in hidden], "--", *argv]  # fmt: skip

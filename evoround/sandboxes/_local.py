@@ -51,7 +51,7 @@ from evoround.sandboxes._protocol import (
     UnsafeFile,
     check_content,
 )
-from evoround.sandboxes._seccomp import filter_fd
+from evoround.sandboxes._seccomp import STARTED, filter_fd, launcher_argv
 from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task, resolve_host_env
 
@@ -267,14 +267,12 @@ class LocalSandbox(Sandbox):
         Path(full_env["HOME"]).mkdir(exist_ok=True)
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         where = self._resolve(cwd or self.workdir)
-        if self.hidden is not None and self.isolation == "bwrap":
-            return self._exec_bwrap(argv, where, timeout, stdin, full_env)
-        if self.hidden is not None and self.pid_namespace:
-            argv = unshare_argv(self.root, self.hidden, argv, network=self.network)
+        if self.hidden is not None and (self.isolation == "bwrap" or self.pid_namespace):
+            return self._exec_isolated(argv, where, timeout, stdin, full_env)
         argv = self.cgroup.wrap(argv) if self.cgroup is not None else argv
         return local_run(argv, cwd=where, timeout=timeout, stdin=stdin, env=full_env)
 
-    def _exec_bwrap(
+    def _exec_isolated(
         self,
         argv: list[str],
         where: Path,
@@ -282,18 +280,25 @@ class LocalSandbox(Sandbox):
         stdin: str | bytes | None,
         env: dict[str, str],
     ) -> ExecResult:
-        """Run under bubblewrap; a namespace that could not be set up (bwrap's status fd then
-        has no ``exit-code`` of the command) is the harness's error, not the command's."""
+        """Run under bubblewrap or unshare with the keyring filter (``_seccomp``). Nothing on
+        the status pipe (bwrap: the command's ``exit-code``; unshare: the launcher's
+        :data:`STARTED`, filter on) means a namespace or the filter could not be set up:
+        the harness's error, not the command's (which never holds the pipe)."""
         info_r, info_w = os.pipe()
-        rules = filter_fd()
+        bwrap = self.isolation == "bwrap"
+        rules = filter_fd() if bwrap else -1
         try:
-            wrapped = bwrap_argv(self.root, self.hidden or (), argv, network=self.network,
-                                 cwd=str(where), pid_namespace=self.pid_namespace,
-                                 info_fd=info_w, search_path=env.get("PATH", ""),
-                                 seccomp_fd=rules)  # fmt: skip
+            if bwrap:
+                wrapped = bwrap_argv(self.root, self.hidden or (), argv, network=self.network,
+                                     cwd=str(where), pid_namespace=self.pid_namespace,
+                                     info_fd=info_w, search_path=env.get("PATH", ""),
+                                     seccomp_fd=rules)  # fmt: skip
+            else:
+                wrapped = unshare_argv(self.root, self.hidden or (), argv, network=self.network,
+                                       launcher=launcher_argv(info_w))  # fmt: skip
             wrapped = self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped
             res = local_run(wrapped, cwd=where, timeout=timeout, stdin=stdin, env=env,
-                            pass_fds=(info_w, rules))  # fmt: skip
+                            pass_fds=(info_w, rules) if bwrap else (info_w,))  # fmt: skip
             os.close(info_w)
             info_w = -1
             os.set_blocking(info_r, False)
@@ -301,15 +306,15 @@ class LocalSandbox(Sandbox):
             with contextlib.suppress(BlockingIOError):
                 while chunk := os.read(info_r, 4096):
                     status += chunk
-            started = b'"exit-code"' in status
+            started = (b'"exit-code"' if bwrap else STARTED) in status
         finally:
-            os.close(info_r)
-            os.close(rules)
-            if info_w >= 0:
-                os.close(info_w)
+            for fd in (info_r, rules, info_w):
+                if fd >= 0:
+                    os.close(fd)
         if not started and not res.timed_out:
-            why = next((ln for ln in res.stderr.splitlines() if ln.startswith("bwrap:")), "")
-            raise SandboxError(f"sandbox {self.root.name}: bubblewrap could not start the "
+            tag = ("bwrap:", "bubblewrap") if bwrap else ("evoround-seccomp:", "unshare")
+            why = next((ln for ln in res.stderr.splitlines() if ln.startswith(tag[0])), "")
+            raise SandboxError(f"sandbox {self.root.name}: {tag[1]} could not start the "
                                f"command: {why or res.stderr.strip()[:300]}")  # fmt: skip
         return res
 

@@ -1,4 +1,4 @@
-"""A seccomp filter for bubblewrap: no kernel keyrings for sandboxed commands.
+"""A seccomp filter for local sandboxes: no kernel keyrings for sandboxed commands.
 
 Kernel keyrings are kept per user id, not per namespace: a key a sandboxed command adds
 to its user keyring (``@u``, ``@us``) or to the session keyring it inherited from the
@@ -6,14 +6,17 @@ engine (``@s``) outlives the command, its pid namespace and the job, and every l
 command of the same user can read it. So the tested code, run by round 1's verifier (which
 reads the hidden suite), could store that suite in a key and round 2's agent (or an agent
 of a later attempt or job) read it back. Docker's default seccomp profile refuses these
-calls; this filter does the same under bubblewrap (``--seccomp FD``): ``add_key``,
-``request_key`` and ``keyctl`` fail with ``EPERM``, every other call is untouched.
+calls; this filter does the same: ``add_key``, ``request_key`` and ``keyctl`` fail with
+``EPERM``, every other call is untouched. One program (:func:`keyring_filter`), two ways in:
+bubblewrap reads it from a descriptor (:func:`filter_fd`, ``--seccomp FD``); under
+``unshare`` a small Python launcher installs it (:func:`launcher_argv`).
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import sys
 
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
@@ -67,3 +70,49 @@ def filter_fd() -> int:
     finally:
         os.close(w)
     return r
+
+
+STARTED = b"filtered"
+"""What the launcher writes to its status descriptor once the filter is on."""
+
+# Runs first in unshare's namespaces (as their pid 1, before the namespace script), then
+# becomes that script: the filter and no_new_privs hold for it and for everything it runs.
+# -I -S: no workspace module (a planted ctypes.py), no site-packages. What Python changes
+# at start is put back before exec: SIGPIPE and SIGXFSZ ignored (so `yes | head` would
+# complain), LC_CTYPE added when the locale is C (the environment from /proc/self/environ,
+# which is the block exec received). Failure: exit 125 with a line on stderr, nothing run.
+_LAUNCH = r"""import _signal, ctypes, os, sys
+prog, status = bytes.fromhex(sys.argv[1]), int(sys.argv[2])
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+libc, ul = ctypes.CDLL(None, use_errno=True), ctypes.c_ulong
+if libc.prctl(38, ul(1), ul(0), ul(0), ul(0)) or libc.prctl(
+        22, ul(2), ctypes.byref(Prog(len(prog) // 8, prog)), ul(0), ul(0)):
+    sys.stderr.write("evoround-seccomp: cannot install the keyring filter: prctl: %s\n"
+                     % os.strerror(ctypes.get_errno()))
+    sys.exit(125)
+os.write(status, STARTED)
+os.close(status)
+for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
+    _signal.signal(sig, _signal.SIG_DFL)
+try:
+    with open("/proc/self/environ", "rb") as f:
+        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+except OSError:
+    env = os.environ
+try:
+    os.execvpe(sys.argv[3], sys.argv[3:], env)
+except OSError as e:
+    sys.stderr.write("evoround-seccomp: %s: %s\n" % (sys.argv[3], e.strerror))
+    sys.exit(127)
+"""
+
+
+def launcher_argv(status_fd: int) -> list[str]:
+    """The words that put :func:`keyring_filter` (and ``no_new_privs``, as bubblewrap
+    sets) on the command that follows them; ``status_fd`` (inherited, closed before the
+    command runs) hears :data:`STARTED` once the filter is on: without it the command never
+    ran, and the sandbox says so as an error of the harness (as for bubblewrap)."""
+    python = sys.executable or "python3"
+    code = _LAUNCH.replace("STARTED", repr(STARTED))
+    return [python, "-I", "-S", "-c", code, keyring_filter().hex(), str(status_fd)]

@@ -171,37 +171,3 @@ def test_the_cache_and_its_store_are_out_of_sight(
         assert "reference solution" not in res.stdout
     finally:
         shutil.rmtree(home, ignore_errors=True)
-
-
-_KEY = """
-import ctypes, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-add, ctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
-name = sys.argv[2].encode()
-if sys.argv[1] == "put":
-    for ring in (-3, -4, -5):  # session, user, user-session keyring
-        got = libc.syscall(add, b"user", name, b"hidden", 6, ctypes.c_int(ring))
-        print("added" if got > 0 else "refused %d" % ctypes.get_errno())
-else:
-    for ring in (-3, -4, -5):
-        kid = libc.syscall(ctl, 10, ctypes.c_int(ring), b"user", name, 0)
-        print("found" if kid > 0 else "none")
-        if kid > 0:
-            libc.syscall(ctl, 21, kid)  # invalidate: leave the host's keyrings clean
-"""
-
-
-def test_kernel_keyrings_are_refused(tmp_path: Path) -> None:
-    """Keyrings are per user id, not per namespace: a key one command (the tested code in
-    a verifier, which reads the hidden suite) adds would be readable by every later command
-    (the next round's agent) and stay on the host. No command may add one."""
-    name = f"evoround-rt-{uuid.uuid4().hex[:8]}"
-    provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
-    with provider.create(load_task(COUNTER), "t/k") as sb:
-        sb.write_file("key.py", _KEY)
-        put = sb.exec(["python3", "key.py", "put", name], timeout=30)
-        get = sb.exec(["python3", "key.py", "get", name], timeout=30)  # and clean up
-        assert put.stdout.split() and "added" not in put.stdout, (put.stdout, put.stderr)
-        assert get.stdout.split() == ["none"] * 3, (get.stdout, get.stderr)
-        honest = sb.exec("echo ok", timeout=30)  # the filter refuses nothing else
-        assert honest.stdout == "ok\n"

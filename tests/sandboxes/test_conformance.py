@@ -7,6 +7,7 @@ behaviours, so a backend that passes here can run a job.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,12 +15,14 @@ from pathlib import Path
 import pytest
 
 from evoround.sandboxes import LocalProvider, Sandbox, SandboxError, SandboxProvider, UnsafeFile
+from evoround.sandboxes._isolation import namespaces_available
 from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task, load_task
 from tests.conftest import write_task
 
 BACKENDS = [
-    "local",
+    "local",  # the best isolation that works here (bubblewrap where it does)
+    "local-unshare",  # util-linux unshare and the seccomp launcher
     pytest.param("docker", marks=pytest.mark.docker),  # host-folder workspaces (default)
     pytest.param("docker-archive", marks=pytest.mark.docker),  # workspaces streamed as tars
     pytest.param("docker-commit", marks=pytest.mark.docker),  # `docker commit` snapshots
@@ -48,6 +51,13 @@ def provider(
     store = SnapshotStore(tmp_path_factory.mktemp("store"))
     if request.param == "local":
         p: SandboxProvider = LocalProvider(store, base_dir=tmp_path_factory.mktemp("sandboxes"))
+    elif request.param == "local-unshare":
+        if not namespaces_available() and os.environ.get("CI") != "true":
+            pytest.skip("no Linux namespaces here")
+        with pytest.MonkeyPatch.context() as mp:  # read once, when the provider is made
+            mp.setenv("EVOROUND_LOCAL_ISOLATION", "unshare")
+            p = LocalProvider(store, base_dir=tmp_path_factory.mktemp("sandboxes"))
+        assert p.isolation == "unshare"
     else:
         request.getfixturevalue("docker_client")
         from evoround.sandboxes.docker import DockerProvider
@@ -99,6 +109,13 @@ def test_exit_codes_and_streams(sb: Sandbox):
     assert sb.exec([sb.python, "-c", "import sys; sys.exit(5)"]).exit_code == 5
     assert sb.exec(["true"]).ok
     assert sb.exec("exit 124", timeout=30).timed_out is False
+
+
+def test_signals_start_at_their_defaults(sb: Sandbox):
+    """A writer whose reader went away dies of SIGPIPE quietly, as in a terminal (a
+    launcher that left SIGPIPE ignored would make it fail with "Broken pipe")."""
+    res = sb.exec('yes | head -n 1; echo "${PIPESTATUS[0]}"', timeout=30)
+    assert (res.stdout, res.stderr) == ("y\n141\n", "")
 
 
 def test_python_runs_pytest(sb: Sandbox):
