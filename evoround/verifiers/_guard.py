@@ -54,7 +54,7 @@ class _Watch:
     # reported. Every registered plugin must come from outside the workspace (pytest's
     # own, the suite's conftest files, their pytest_plugins), never from the code under test.
 
-    def __init__(self, pytest, workdir):
+    def __init__(self, pytest, workdir, named=()):
         import builtins, importlib, unittest
         self.workdir = _os.path.realpath(workdir).rstrip("/") + "/" if workdir else None
         spots = [(builtins, "AssertionError"), (builtins, "isinstance"),
@@ -96,6 +96,7 @@ class _Watch:
         self.seen = [(o, n, self._grab(o, n)) for o, n in spots if o is not None]
         self.said = set()
         self.pm = None
+        self.named = frozenset(named)  # plugins the suite itself names (pytest_plugins, -p)
 
     @staticmethod
     def _grab(owner, name):
@@ -130,7 +131,7 @@ class _Watch:
             if self.exec_ is not None and getattr(pm, "_inner_hookexec", None) is not self.exec_:
                 out.append("PluginManager._inner_hookexec")
             for name, plugin in list(pm.list_name_plugin()):
-                if plugin is not None and not self._allowed(plugin):
+                if plugin is not None and name not in self.named and not self._allowed(plugin):
                     out.append("a plugin from the code under test was registered: "
                                + str(name)[:80])
         for what in out:
@@ -170,7 +171,7 @@ def _start():
 
     order = cfg.pop("order", {})
     grace = float(cfg.pop("fresh_grace", 30))
-    watch = _Watch(pytest, cfg.pop("workdir", ""))
+    watch = _Watch(pytest, cfg.pop("workdir", ""), cfg.pop("named_plugins", ()))
 
     def late(item):
         try:
@@ -378,16 +379,19 @@ def runner_input(
     path_last: Iterable[str] = (),
     order: dict[str, int] | None = None,
     workdir: str = "",
+    named_plugins: Iterable[str] = (),
 ) -> bytes:
     """The one line the runner reads from stdin (never on the command line).
 
     ``order``: suite-relative file -> line from which its tests run last; ``workdir``: where
-    the code under test lives (plugins from there are reported).
+    the code under test lives (plugins from there are reported, but for ``named_plugins``,
+    which the suite itself asks for).
     """
     cfg = {
         "fresh_grace": FRESH_GRACE,
         "order": dict(order or {}),
         "workdir": workdir,
+        "named_plugins": sorted(set(named_plugins)),
         "path_first": list(path_first),
         "path_last": list(path_last),
         "nonce": nonce,
@@ -524,3 +528,38 @@ def expected_names(source: str) -> set[str]:
                 continue
             names.update(n.name for n in body if n.name.startswith("test"))
     return names
+
+
+def named_plugins(sources: Iterable[str], args: Iterable[str]) -> set[str]:
+    """Plugins the task's own suite asks for: the literal ``pytest_plugins`` of its conftest
+    and test files, and ``-p NAME`` in its pytest arguments. A plugin module that lives in
+    the workspace (a project testing its own pytest plugin) is then the suite's choice, not
+    the code under test registering itself; the twins and controls still stand."""
+    import ast
+
+    out: set[str] = set()
+    for source in sources:
+        try:
+            tree = parse_ast(source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if not isinstance(node, ast.Assign) or not any(
+                isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets
+            ):
+                continue
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            names = [value] if isinstance(value, str) else value
+            if isinstance(names, (list, tuple)):
+                out.update(n for n in names if isinstance(n, str))
+    it = iter(args)
+    for a in it:
+        if a == "-p":
+            out.add(next(it, ""))
+        elif a.startswith("-p") and len(a) > 2:
+            out.add(a[2:])
+    out.discard("")
+    return {n for n in out if not n.startswith("no:")}

@@ -33,6 +33,7 @@ from evoround.verifiers._guard import (
     expected_names,
     keep_controls,
     make_controls,
+    named_plugins,
     phase_outcome,
     read_channel,
     runner_input,
@@ -460,7 +461,14 @@ def run_pytest(
         cwd=sandbox.workdir,
         env=env,
         stdin=runner_input(
-            nonce, args, controls, vp.path_first, vp.path_last, order, sandbox.workdir
+            nonce,
+            args,
+            controls,
+            vp.path_first,
+            vp.path_last,
+            order,
+            sandbox.workdir,
+            named_plugins([*conftests, *modules.values()], extra_args or []),
         ),
     )
     duration = time.monotonic() - start

@@ -197,3 +197,42 @@ def test_parameters_the_code_computes_anew_for_a_twin_are_no_false_alarm(tmp_pat
             res = run_pytest(sb, active_tests(task, 1), 1, timeout=60)
         assert not res.integrity, res.integrity
         assert res.passed, res.problems
+
+
+PLUGIN_CONFTEST = 'pytest_plugins = ["counter_fixtures"]\n'
+PLUGIN_TEST = """from counter import count_words
+
+
+def test_simple(sample):
+    assert count_words(sample) == 3
+
+
+def test_empty():
+    assert count_words("") == 0
+"""
+PLUGIN_MODULE = """import pytest
+
+
+@pytest.fixture
+def sample():
+    return "a b c"
+"""
+
+
+def test_a_plugin_module_the_suite_names_is_no_false_alarm(tmp_path: Path):
+    """A project that ships its own pytest plugin: the suite's conftest names it in
+    ``pytest_plugins`` and it lives in the workspace. It was reported as 'a plugin from the
+    code under test was registered'; a plugin the suite asks for is the suite's choice."""
+    task_dir = tmp_path / "task"
+    shutil.copytree(COUNTER, task_dir)
+    tests = task_dir / "rounds/01/tests"
+    (tests / "conftest.py").write_text(PLUGIN_CONFTEST)
+    (tests / "test_words.py").write_text(PLUGIN_TEST)
+    task = load_task(task_dir)
+    provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
+    with provider.create(task, "t/plugin") as sb:
+        sb.write_file("counter.py", "def count_words(text):\n    return len(text.split())\n")
+        sb.write_file("counter_fixtures.py", PLUGIN_MODULE)
+        res = run_pytest(sb, active_tests(task, 1), 1, timeout=60)
+    assert not res.integrity, res.integrity
+    assert res.passed, res.problems
