@@ -90,3 +90,15 @@ def test_tests_that_depend_on_earlier_tests_are_no_false_alarm(tmp_path: Path, a
     res = _verify(tmp_path, ORDER_DEPENDENT, ORDER_DEPENDENT_TEST)
     assert not res.integrity, res.integrity
     assert res.passed, res.problems
+
+
+def test_a_malformed_value_on_the_channel_is_an_anomaly_not_a_crash() -> None:
+    tag = "@@evoround-n0nce@@ "
+    lines = [
+        tag + '{"k": "end", "rc": "zero"}',
+        tag + '{"k": "fresh", "status": [1]}',
+        tag + '{"k": "deselected", "ids": 5}',
+    ]
+    ch = _guard.read_channel("\n".join(lines), "n0nce")
+    assert ch.end_rc is None and ch.fresh_status is None
+    assert ch.anomalies.count("a malformed record on the result channel") == 3
