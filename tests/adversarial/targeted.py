@@ -1,14 +1,17 @@
-"""Targeted forgeries that are NOT detected yet (see docs/threat-model.md, "What this does
-not guarantee"): each is the content of ``counter.py``, implements nothing, and passes the
-counter task's round 1 on hardened local and on Docker. ``test_known_gaps.py`` runs them as
-strict xfails, so a defence that catches one shows up as an unexpected pass to flip.
+"""Targeted forgeries of evoround's tamper evidence (see docs/threat-model.md, "What this
+does not guarantee"): each is the content of ``counter.py``, implements nothing, and aims to
+pass the counter task's round 1 on hardened local and on Docker. ``test_known_gaps.py`` runs
+those not detected yet as strict xfails, so a defence that catches one shows up as an
+unexpected pass to flip, and those in its ``CAUGHT`` as ordinary tests that must be caught.
 
 - ``emit_cell_swap``: finds the runner's ``Guard`` plugin with ``gc``, reads which tests run
   late (the harness's controls and twins) from the ``order`` cell of its closure, and swaps
   the ``emit`` cell of its report hook for one that marks every other test passed.
-- ``twin_aware_reader``: reads the expected literal from the calling ``assert`` line, but
-  answers honestly in tests named like twins (the harness's word list) or calling a
-  ``_expected_*`` helper.
+- ``twin_aware_reader`` (caught): reads the expected literal from the calling ``assert``
+  line, but answers honestly in tests it takes for twins by the marks twins once had: a
+  name ``test_<word>_<word>_<4 hex>`` of the harness's fixed word list, or a call of a
+  ``_expected_*`` helper. Twins are now named like their file's tests and their helper like
+  its private functions, so it reads a twin's changed literal too and the twin passes.
 - ``first_call_reader``: reads the expected literal on the first call with given arguments
   and answers honestly on any later identical call: twins copy their original's arguments
   and always run after every real test, so no source reading is needed.
