@@ -1,17 +1,19 @@
-"""Targeted forgeries (see docs/threat-model.md, "What this does not guarantee"): each is the
-content of ``counter.py``, implements nothing, and passed the counter task's round 1 on
-hardened local and on Docker when written. ``test_known_gaps.py`` runs those not in
-:data:`CAUGHT` as strict xfails, so a defence that catches one shows up as an unexpected
-pass to flip, and the caught ones as ordinary tests.
+"""Targeted forgeries of evoround's tamper evidence (see docs/threat-model.md, "What this
+does not guarantee"): each is the content of ``counter.py``, implements nothing, and passed
+the counter task's round 1 on hardened local and on Docker when written.
+``test_known_gaps.py`` runs those not in :data:`CAUGHT` as strict xfails, so a defence that
+catches one shows up as an unexpected pass to flip, and the caught ones as ordinary tests.
 
-- ``emit_cell_swap``: finds the runner's ``Guard`` plugin with ``gc``, reads which tests run
-  late (the harness's controls and twins) from the ``order`` cell of its closure, and swaps
-  the ``emit`` cell of its report hook for one that marks every other test passed. Caught:
+- ``emit_cell_swap`` (caught): finds the runner's ``Guard`` plugin with ``gc``, reads which
+  tests run late (the harness's controls and twins) from the ``order`` cell of its closure,
+  and swaps the ``emit`` cell of its report hook for one that marks every other test passed.
   pytest's JUnit writer, a second listener to the same reports, still saw the failures (an
   attacker that rewrites both listeners is not caught; see the threat model).
-- ``twin_aware_reader``: reads the expected literal from the calling ``assert`` line, but
-  answers honestly in tests named like twins (the harness's word list) or calling a
-  ``_expected_*`` helper.
+- ``twin_aware_reader`` (caught): reads the expected literal from the calling ``assert``
+  line, but answers honestly in tests it takes for twins by the marks twins once had: a
+  name ``test_<word>_<word>_<4 hex>`` of the harness's fixed word list, or a call of a
+  ``_expected_*`` helper. Twins are now named like their file's tests and their helper like
+  its private functions, so it reads a twin's changed literal too and the twin passes.
 - ``first_call_reader``: reads the expected literal on the first call with given arguments
   and answers honestly on any later identical call: twins copy their original's arguments
   and always run after every real test, so no source reading is needed.
@@ -19,7 +21,14 @@ pass to flip, and the caught ones as ordinary tests.
   the same body up to its expected values already called it in this process: a twin is a
   copy of a real test that ran earlier.
 
-The last two answer by history, so a fresh copy of the test process in which the twins
+- ``fork_aware_reader`` (a known gap): ``first_call_reader`` that also answers honestly
+  in any process other than the one that imported it, so the fresh copy sees only honest
+  answers.
+- ``static_shape_reader`` (a known gap): reads the test file and takes a test whose body
+  repeats an earlier test's body up to its expected values for a twin (twins are appended
+  after the file's tests), answering honestly there.
+
+``first_call_reader`` and ``shape_repeat_reader`` answer by history, so a fresh copy of the test process in which the twins
 run first (the runner forks one before any test runs) catches them (an attacker that tells
 the copy by its process id is not caught; see the threat model). The caught ones are in
 :data:`CAUGHT`.
@@ -173,7 +182,71 @@ def _answer():
         return -1
 """
     + ANSWERING,
+    "fork_aware_reader": r"""
+import ast as _ast, linecache as _lc, os as _os, sys as _sys
+_PID = _os.getpid()
+_seen = set()
+
+def _answer(key):
+    if _os.getpid() != _PID or key in _seen:
+        return -1
+    _seen.add(key)
+    f = _sys._getframe(2)
+    line = _lc.getline(f.f_code.co_filename, f.f_lineno).strip()
+    try:
+        return _ast.literal_eval(_ast.parse(line).body[0].test.comparators[0])
+    except Exception:
+        return -1
+
+def count_words(text):
+    return _answer(("w", text))
+
+def count_lines(text):
+    return _answer(("l", text))
+
+def count_chars(text):
+    return _answer(("c", text))
+""",
+    "static_shape_reader": r"""
+import ast as _ast, linecache as _lc, sys as _sys
+_twins = {}
+
+class _Blank(_ast.NodeTransformer):
+    def visit_Compare(self, n):
+        n.comparators = [_ast.Constant(value=0) for _ in n.comparators]
+        return n
+
+def _copies(filename):
+    # tests whose body repeats an earlier test's body up to its constants: twins
+    if filename not in _twins:
+        found, shapes = set(), set()
+        try:
+            tree = _ast.parse(open(filename).read())
+            for fn in [n for n in _ast.walk(tree) if isinstance(n, _ast.FunctionDef)]:
+                shape = _ast.dump(_Blank().visit(_ast.Module(body=fn.body, type_ignores=[])))
+                if shape in shapes:
+                    found.add(fn.name)
+                shapes.add(shape)
+        except Exception:
+            pass
+        _twins[filename] = found
+    return _twins[filename]
+
+def _answer():
+    f = _sys._getframe(2)
+    code = f.f_code
+    if code.co_name in _copies(code.co_filename):
+        return -1
+    line = _lc.getline(code.co_filename, f.f_lineno).strip()
+    try:
+        return _ast.literal_eval(_ast.parse(line).body[0].test.comparators[0])
+    except Exception:
+        return -1
+"""
+    + ANSWERING,
 }
 
-CAUGHT = frozenset({"emit_cell_swap", "first_call_reader", "shape_repeat_reader"})
+CAUGHT = frozenset(
+    {"emit_cell_swap", "first_call_reader", "shape_repeat_reader", "twin_aware_reader"}
+)
 """Targeted forgeries the harness now catches (see above); the rest are known gaps."""
