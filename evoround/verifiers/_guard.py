@@ -228,18 +228,21 @@ def _start():
             # a copy that hangs where the real run did not (a twin waiting on state only
             # earlier tests create) is stopped: it proves nothing either way
             deadline = _time.monotonic() + grace + 2 * (_time.monotonic() - began)
-            _os.write(w, b"1")
-            _os.close(w)
-            stopped = False
-            while True:
-                done, status = _os.waitpid(pid, _os.WNOHANG)
-                if done:
-                    break
-                if _time.monotonic() > deadline:
-                    _os.kill(pid, 9)
-                    status, stopped = _os.waitpid(pid, 0)[1], True
-                    break
-                _time.sleep(0.005)
+            stopped, status = False, -1
+            try:  # the copy may be gone already (killed, reaped): then it ended early
+                _os.write(w, b"1")
+                _os.close(w)
+                while True:
+                    done, status = _os.waitpid(pid, _os.WNOHANG)
+                    if done:
+                        break
+                    if _time.monotonic() > deadline:
+                        _os.kill(pid, 9)
+                        status, stopped = _os.waitpid(pid, 0)[1], True
+                        break
+                    _time.sleep(0.005)
+            except OSError:
+                status = -1
             emit({"k": "fresh", "status": status, "late": stopped})
 
         def pytest_deselected(self, items):

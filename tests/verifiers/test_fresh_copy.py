@@ -102,3 +102,36 @@ def test_a_malformed_value_on_the_channel_is_an_anomaly_not_a_crash() -> None:
     ch = _guard.read_channel("\n".join(lines), "n0nce")
     assert ch.end_rc is None and ch.fresh_status is None
     assert ch.anomalies.count("a malformed record on the result channel") == 3
+
+
+# honest answers; at the first call the code kills (and reaps) every child of its process
+KILLS_CHILDREN = """import os, signal
+_done = []
+
+
+def count_words(text):
+    if not _done:
+        _done.append(1)
+        me = str(os.getpid())
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = f.read().rsplit(")", 1)[1].split()[1]
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == me:
+                os.kill(int(pid), signal.SIGKILL)
+                try:
+                    os.waitpid(int(pid), 0)
+                except OSError:
+                    pass
+    return len(text.split())
+"""
+
+
+def test_a_copy_killed_and_reaped_by_the_code_under_test_is_evidence(tmp_path: Path) -> None:
+    """The runner's write to the copy and its wait raised (BrokenPipeError,
+    ChildProcessError): pytest ended with an internal error instead of a verdict."""
+    res = _verify(tmp_path, KILLS_CHILDREN)
+    assert not res.passed
+    assert any("fresh copy" in e for e in res.integrity), (res.integrity, res.problems)
