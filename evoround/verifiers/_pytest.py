@@ -364,7 +364,9 @@ def _fresh_evidence(ch: Channel, controls: Controls, twins: TwinPlan) -> list[st
         out.append("the control test that must fail passed in the fresh copy of the test process")
     if ch.fresh_late:
         return out
-    if ch.fresh_status != 0 or not ch.fresh_ended:
+    if not ch.fresh_ended:
+        # (its exit status alone proves nothing: code under test that reaps any child, as a
+        # SIGCHLD handler may, takes it from the runner after the copy has finished)
         out.append(f"the fresh copy of the test process ended early (status {ch.fresh_status})")
         return out
     ours = [n for n in ch.tests if n in controls.node_ids or node_parts(n)[2] in names]

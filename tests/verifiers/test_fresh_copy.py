@@ -135,3 +135,29 @@ def test_a_copy_killed_and_reaped_by_the_code_under_test_is_evidence(tmp_path: P
     res = _verify(tmp_path, KILLS_CHILDREN)
     assert not res.passed
     assert any("fresh copy" in e for e in res.integrity), (res.integrity, res.problems)
+
+
+# honest code that reaps every child that ends, as a process supervisor's SIGCHLD handler does
+REAPS_CHILDREN = """import os, signal
+
+
+def _reap(signum, frame):
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+signal.signal(signal.SIGCHLD, _reap)
+
+
+def count_words(text):
+    return len(text.split())
+"""
+
+
+def test_code_that_reaps_any_child_is_no_false_alarm(tmp_path: Path) -> None:
+    res = _verify(tmp_path, REAPS_CHILDREN)
+    assert not res.integrity, res.integrity
+    assert res.passed, res.problems
