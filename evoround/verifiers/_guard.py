@@ -141,6 +141,7 @@ class _Watch:
 
 
 def _start():
+    t0 = _time.monotonic()
     cfg = _json.loads(_sys.stdin.readline())
     null = _os.open(_os.devnull, _os.O_RDONLY)
     _os.dup2(null, 0)
@@ -171,6 +172,8 @@ def _start():
 
     order = cfg.pop("order", {})
     grace = float(cfg.pop("fresh_grace", 30))
+    # the copy never holds the run past its own timeout: the real run's verdict comes first
+    budget_end = t0 + float(cfg.pop("budget", 1e9)) - 3
     watch = _Watch(pytest, cfg.pop("workdir", ""), cfg.pop("named_plugins", ()))
 
     def late(item):
@@ -227,7 +230,8 @@ def _start():
             yield
             # a copy that hangs where the real run did not (a twin waiting on state only
             # earlier tests create) is stopped: it proves nothing either way
-            deadline = _time.monotonic() + grace + 2 * (_time.monotonic() - began)
+            now = _time.monotonic()
+            deadline = min(now + grace + 2 * (now - began), budget_end)
             stopped, status = False, -1
             try:  # the copy may be gone already (killed, reaped): then it ended early
                 _os.write(w, b"1")
@@ -383,15 +387,18 @@ def runner_input(
     order: dict[str, int] | None = None,
     workdir: str = "",
     named_plugins: Iterable[str] = (),
+    budget: float | None = None,
 ) -> bytes:
     """The one line the runner reads from stdin (never on the command line).
 
+    ``budget``: the run's timeout in seconds (the fresh copy is stopped 3 s before it).
     ``order``: suite-relative file -> line from which its tests run last; ``workdir``: where
     the code under test lives (plugins from there are reported, but for ``named_plugins``,
     which the suite itself asks for).
     """
     cfg = {
         "fresh_grace": FRESH_GRACE,
+        "budget": 1e9 if budget is None else budget,
         "order": dict(order or {}),
         "workdir": workdir,
         "named_plugins": sorted(set(named_plugins)),

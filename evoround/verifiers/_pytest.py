@@ -471,6 +471,7 @@ def run_pytest(
             order,
             sandbox.workdir,
             named_plugins([*conftests, *modules.values()], extra_args or []),
+            budget=timeout,
         ),
     )
     duration = time.monotonic() - start

@@ -161,3 +161,18 @@ def test_code_that_reaps_any_child_is_no_false_alarm(tmp_path: Path) -> None:
     res = _verify(tmp_path, REAPS_CHILDREN)
     assert not res.integrity, res.integrity
     assert res.passed, res.problems
+
+
+def test_a_hanging_copy_never_holds_the_run_past_its_timeout(tmp_path: Path) -> None:
+    """With the default grace (30 s) the copy would outlive a 15 s verifier timeout and the
+    honest round would end as a timeout; it is stopped 3 s before instead."""
+    task_dir = tmp_path / "task"
+    shutil.copytree(COUNTER, task_dir)
+    task = load_task(task_dir)
+    provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
+    with provider.create(task, "t/verify") as sb:
+        sb.write_file("counter.py", PID_AWARE.format(action="time.sleep(3600)"))
+        res = run_pytest(sb, active_tests(task, 1), 1, timeout=15)
+    assert not res.timed_out
+    assert not res.integrity, res.integrity
+    assert res.passed, res.problems
