@@ -38,8 +38,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 
-from evoround.verifiers import _script_twins
-from evoround.verifiers._script_twins import TwinRecords, twin_evidence
+from evoround.verifiers._script_twins import TwinRecords, plugin_source, twin_evidence
 from evoround.verifiers._twins import TwinPlan
 
 CHANNEL_LIMIT = 32 << 20
@@ -300,7 +299,7 @@ def make_guard(
     for key, value in (("NONCE", nonce), ("CHANNEL", channel), ("MARK", mark),
                        ("WORKDIR", workdir)):  # fmt: skip
         source = source.replace(f"@{key}@", json.dumps(value))
-    source += _script_twins.plugin_source(twins or {})
+    source += plugin_source(twins or {})
     dist = f"{plugin_dir}/{module}-0.dist-info"
     files = {
         f"{plugin_dir}/{module}.py": source,

@@ -18,7 +18,9 @@ from evoround.verifiers._script_guard import judge_channel
 from evoround.verifiers._twins import Twin, TwinPlan
 from tests.verifiers.test_script_guard import HONEST, REWARD, _run
 
-TESTS = HONEST + '''
+TESTS = (
+    HONEST
+    + """
 
 @pytest.mark.parametrize("n", [1, 2])
 def test_param(n):
@@ -28,7 +30,8 @@ def test_param(n):
 class TestPlain:
     def test_method(self):
         assert value() == 1
-'''
+"""
+)
 
 # both runs: same stdout (times and the plugin list aside), same JUnit report, same status
 SAME = r"""
@@ -62,7 +65,7 @@ def _twins_run(log: str) -> tuple[int, int]:
         "-q -k 'value or method'",
         "-q --collect-only",
         "-q -m 'not slow'",
-        "-q \"$EVOROUND_TESTS_DIR/test_m.py::test_value\"",
+        '-q "$EVOROUND_TESTS_DIR/test_m.py::test_value"',
     ],
 )
 def test_twins_are_invisible_to_the_script(tmp_path: Path, args: str):
@@ -94,8 +97,10 @@ def test_files_run_without_pytest_or_copied_under_another_name(tmp_path: Path):
         "t/test_renamed.py\n"
         "python3 -m pytest -q -p no:cacheprovider t\n" + REWARD
     )
-    tests = TESTS.replace("import subprocess, sys, unittest", "import os, subprocess, sys, "
-                          "unittest\nsys.path.insert(0, os.environ['EVOROUND_WORKDIR'])")
+    tests = TESTS.replace(
+        "import subprocess, sys, unittest",
+        "import os, subprocess, sys, unittest\nsys.path.insert(0, os.environ['EVOROUND_WORKDIR'])",
+    )
     out, seen, log = _run(tmp_path, script, tests)
     assert (out.passed, out.integrity) == (True, []), log
     ran, planned = _twins_run(log)
