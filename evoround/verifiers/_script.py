@@ -55,9 +55,11 @@ from pathlib import Path
 
 from evoround.results import TestOutcome, TestResult, VerifierOutcome
 from evoround.sandboxes import Sandbox, UnsafeFile
-from evoround.tasks import ActiveTest
+from evoround.tasks import ActiveTest, is_test_module
 from evoround.verifiers._pytest import copy_suite
 from evoround.verifiers._script_guard import CHANNEL_LIMIT, GuardReport, judge_channel, make_guard
+from evoround.verifiers._script_twins import twin_payload
+from evoround.verifiers._twins import TwinPlan, plan_twins
 
 DEFAULT_MIN_REWARD = 0.999
 MAX_CASE_RESULTS = 500
@@ -220,7 +222,9 @@ def run_script(
     suite_root = f"{base}/tests"
     logs_dir = f"{base}/logs"
     verifier_dir = f"{logs_dir}/verifier"
-    guard = make_guard(base, sandbox.workdir)
+    modules, conftests = _suite_sources(tests)
+    twins = plan_twins(modules, conftests=conftests)
+    guard = make_guard(base, sandbox.workdir, twin_payload(twins, modules))
     # one archive in: the suite, the (empty) log folders the script writes to, the guard
     copy_suite(
         sandbox,
@@ -261,7 +265,7 @@ def run_script(
             return None
 
     json_raw, txt_raw = read("reward.json"), read("reward.txt")
-    guarded = _read_guard(sandbox, guard.channel, guard.nonce)
+    guarded = _read_guard(sandbox, guard.channel, guard.nonce, twins)
     problems: list[str] = []
     error: str | None = None
     rewards: dict[str, float] = {}
@@ -302,7 +306,8 @@ def run_script(
         artifacts.mkdir(parents=True, exist_ok=True)
         log = (
             f"$ {shlex.join(argv)}\n[exit {res.exit_code}] [rewards {rewards}] "
-            f"[pytest runs seen by the guard: {guarded.sessions}, nested: {guarded.nested}]\n"
+            f"[pytest runs seen by the guard: {guarded.sessions}, nested: {guarded.nested}] "
+            f"[failing twins run: {guarded.twins} of {len(twins.twins)} planned]\n"
         )
         (artifacts / "verifier.log").write_text(log + res.stdout + "\n" + res.stderr, "utf-8")
         (artifacts / "test-stdout.txt").write_text(res.stdout, encoding="utf-8")
@@ -342,7 +347,22 @@ def run_script(
     )
 
 
-def _read_guard(sandbox: Sandbox, channel: str, nonce: str) -> GuardReport:
+def _suite_sources(tests: list[ActiveTest]) -> tuple[dict[str, str], list[str]]:
+    """The suite's test modules (path -> text) and conftest texts, for the failing twins."""
+    modules: dict[str, str] = {}
+    conftests: list[str] = []
+    for t in tests:
+        try:
+            if is_test_module(t.path):
+                modules[t.path] = t.source.read_bytes().decode("utf-8")
+            elif Path(t.path).name == "conftest.py":
+                conftests.append(t.source.read_bytes().decode("utf-8", errors="replace"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return modules, conftests
+
+
+def _read_guard(sandbox: Sandbox, channel: str, nonce: str, twins: TwinPlan) -> GuardReport:
     """The guard plugin's channel, read safely and judged (no file: no pytest run seen)."""
     try:
         raw = sandbox.read_file(channel, limit=CHANNEL_LIMIT)
@@ -350,4 +370,4 @@ def _read_guard(sandbox: Sandbox, channel: str, nonce: str) -> GuardReport:
         return GuardReport(if_passing=[f"the pytest result channel: {e}"])
     except (FileNotFoundError, OSError, KeyError):
         return GuardReport()
-    return judge_channel(raw, nonce)
+    return judge_channel(raw, nonce, twins)

@@ -116,7 +116,8 @@ def test_a_script_that_ignores_unrelated_failures(tmp_path: Path):
 def test_pytest_runs_started_by_tests_are_not_judged(tmp_path: Path):
     """A pytest started by a running pytest (pytester, xdist workers) may fail on purpose."""
     out, seen, log = _run(tmp_path, PYTEST + "\n" + REWARD, NESTED)
-    assert (out.passed, out.integrity, seen) == (True, [], (1, 2)), log  # both nested runs seen
+    # both nested runs seen (and again for each failing twin of those tests)
+    assert (out.passed, out.integrity, seen[0]) == (True, [], 1) and seen[1] >= 2, log
 
 
 FORKING = """import os, sys
