@@ -24,9 +24,14 @@ pytest's exit code or its report files, so the twins must not change any of them
   tampering whatever the reward; a twin planted in a run that completed, whose original
   ran there, but that never reported, is evidence against a claimed pass.
 
+- **And again, first, in a fresh copy.** Before the real loop the plugin forks a copy that
+  waits; once the twins ran here it runs them again (reports on the channel only), so code
+  that answers by call history meets a twin first there. It gets a few times the twins'
+  own time and is then stopped: a copy that ends early proves nothing here.
+
 Not covered: a script whose pytest does not load the guard (see :mod:`._script_guard`),
-runs that copy the test files with changes, and the pytest verifier's fresh copy (a twin
-run first in a forked process) and control tests.
+runs that copy the test files with changes, code that kills the fresh copy, and the
+pytest verifier's control tests.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ class _Planted(object):
     """Failing twins planted in this session's test modules (see _script_twins.py)."""
 
     def __init__(self, sess):
-        self.sess, self.modules, self.items = sess, {}, []
+        self.sess, self.modules, self.items, self.fresh = sess, {}, [], False
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_make_collect_report(self, collector):
@@ -116,6 +121,14 @@ class _Planted(object):
         name = getattr(mod, "__file__", None) or path
         code = compile("\n" * plan["pad"] + plan["code"], name, "exec", flags, True)
         exec(code, vars(mod))
+        try:  # the twins' lines, where linecache and inspect look (as if on disk)
+            import linecache
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            lines = (text if text.endswith("\n") else text + "\n") + plan["code"]
+            linecache.cache[name] = (len(lines), None, lines.splitlines(True), name)
+        except Exception:
+            pass
 
     def _hide(self, collector, rep):
         result = getattr(rep, "result", None)
@@ -136,10 +149,57 @@ class _Planted(object):
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtestloop(self, session):
+        fresh = self._fork() if self.items else None
         outcome = yield
+        limit = 0.0
         try:
             if outcome.excinfo is None and not session.config.option.collectonly:
+                import time
+                began = time.monotonic()
                 self._run()
+                limit = 5 + 3 * (time.monotonic() - began)
+        except Exception:
+            pass
+        self._wake(fresh, limit)
+
+    def _fork(self):
+        # A copy of this process, forked before any test ran, runs the twins again once the
+        # real run is done: there a twin is the first test to call the code with its
+        # arguments, so code that answers by call history passes it.
+        try:
+            r, w = _os.pipe()
+            pid = _os.fork()
+        except Exception:
+            return None
+        if pid == 0:
+            try:
+                _os.close(w)
+                if _os.read(r, 1) == b"1":
+                    self.fresh = True
+                    self._run()
+            except BaseException:
+                pass
+            _os._exit(0)
+        _os.close(r)
+        return pid, w
+
+    def _wake(self, fresh, limit):
+        # the copy gets as long as the twins took here, a few times over; then it is
+        # stopped (what it did not report proves nothing), so it never holds the script up
+        if fresh is None:
+            return
+        import time
+        pid, w = fresh
+        try:
+            _os.write(w, b"1" if limit > 0 else b"0")
+            _os.close(w)
+            deadline = time.monotonic() + limit
+            while not _os.waitpid(pid, _os.WNOHANG)[0]:
+                if time.monotonic() > deadline:
+                    _os.kill(pid, 9)
+                    _os.waitpid(pid, 0)
+                    break
+                time.sleep(0.005)
         except Exception:
             pass
 
@@ -155,7 +215,7 @@ class _Planted(object):
             except BaseException as e:
                 outcome, stop = "error", not isinstance(e, Exception)
             _emit({"k": "t", "s": self.sess.sid, "id": str(item.nodeid)[:300], "o": outcome,
-                   "x": self.sess.raised.pop(item.nodeid, None)})
+                   "x": self.sess.raised.pop(item.nodeid, None), "f": self.fresh})
             if stop:
                 break
 

@@ -43,11 +43,45 @@ def restock(stock, item, n):
     return _Any()
 """
 
+# right on the first call with given arguments (the expected value read from the asserting
+# line), wrong on a repeat: twins repeat their original's arguments after it ran, but in the
+# fresh copy they run first
+FIRST_CALL = """
+import ast, linecache, sys
+_seen = set()
 
-def _attack(tmp_path: Path, sandbox: str) -> None:
+
+def _answer(key):
+    if key in _seen:
+        return {}
+    _seen.add(key)
+    f = sys._getframe(2)
+    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    try:
+        return ast.literal_eval(ast.parse(line).body[0].test.comparators[0])
+    except Exception:
+        return {}
+
+
+def count(items):
+    return _answer(("count", repr(items)))
+
+
+def restock(stock, item, n):
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    return _answer(("restock", repr((stock, item, n))))
+"""
+# the expected value read from the asserting line, every time (twins are not on disk:
+# their lines are where linecache and inspect look)
+LINE_READER = FIRST_CALL.replace("    if key in _seen:\n        return {}\n", "")
+ATTACKS = {"always_equal": ALWAYS_EQUAL, "first_call": FIRST_CALL, "line_reader": LINE_READER}
+
+
+def _attack(tmp_path: Path, sandbox: str, name: str = "always_equal") -> None:
     view = run(
-        tmp_path, _agent(tmp_path, ALWAYS_EQUAL), tasks=[_task(tmp_path)],
-        modes=(Mode.mt,), sandbox=sandbox, name="always-equal",
+        tmp_path, _agent(tmp_path, ATTACKS[name]), tasks=[_task(tmp_path)],
+        modes=(Mode.mt,), sandbox=sandbox, name=name.replace("_", "-"),
     )  # fmt: skip
     assert view.records, "no round ran"
     for r in view.records:  # every round the attack reached
@@ -75,9 +109,10 @@ def _honest(tmp_path: Path, sandbox: str) -> None:
 
 
 @bwrap
-def test_always_equal_results_are_caught_local(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_forged_results_are_caught_local(tmp_path: Path, monkeypatch, name: str) -> None:
     monkeypatch.setenv("EVOROUND_LOCAL_ISOLATION", "bwrap")
-    _attack(tmp_path, "local")
+    _attack(tmp_path, "local", name)
 
 
 @bwrap
@@ -87,8 +122,9 @@ def test_twins_change_nothing_for_honest_runs_local(tmp_path: Path, monkeypatch)
 
 
 @pytest.mark.docker
-def test_always_equal_results_are_caught_docker(tmp_path: Path, docker_client) -> None:
-    _attack(tmp_path, "docker")
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_forged_results_are_caught_docker(tmp_path: Path, docker_client, name: str) -> None:
+    _attack(tmp_path, "docker", name)
 
 
 @pytest.mark.docker
