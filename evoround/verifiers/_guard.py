@@ -286,7 +286,10 @@ def _start():
     _os._exit(rc)
 
 
-_start()
+# only as the program: multiprocessing's spawn and forkserver children run the main
+# module's file again (as __mp_main__) to rebuild its namespace, and must not start pytest
+if __name__ == "__main__":
+    _start()
 '''
 
 FRESH_GRACE = 30.0
@@ -410,6 +413,9 @@ def runner_input(
     return (json.dumps(cfg) + "\n").encode()
 
 
+MALFORMED = "a malformed record on the result channel"
+
+
 @dataclass
 class Channel:
     """What the verifier plugin reported on the private channel."""
@@ -445,7 +451,7 @@ def read_channel(stdout: str, nonce: str) -> Channel:
             rec = json.loads(line[len(tag) :])
             _record(ch, rec["k"], rec)
         except (ValueError, KeyError, TypeError, AttributeError):
-            ch.anomalies.append("a malformed record on the result channel")
+            ch.anomalies.append(MALFORMED)
     return ch
 
 
