@@ -542,7 +542,14 @@ def run_pytest(
             problems.append(f"unreadable JUnit report: {str(e)[:200]}")
     results = _channel_results(ch, controls, tests, round_index, twins)
     evidence, more = _cross_check(
-        ch, controls, tests, res.exit_code, res.timed_out, junit, selects(extra_args or []), twins,
+        ch,
+        controls,
+        tests,
+        res.exit_code,
+        res.timed_out,
+        junit,
+        selects(extra_args or []),
+        twins,
         res.truncated_bytes,
     )
     problems += more

@@ -159,12 +159,23 @@ class TestWords(unittest.TestCase):
 
     def test_one(self):
         self.assertEqual(count_words("x y z"), 3)
+"""
+    },
+)
+v(
+    "subtests_fixture",
+    {
+        "test_words.py": """from counter import count_words
 
 
 def test_subtests_fixture(subtests):
     for text, n in [("a", 1), ("", 0), (" b c ", 2)]:
         with subtests.test(text=text):
             assert count_words(text) == n
+
+
+def test_one():
+    assert count_words("x y z") == 3
 """
     },
 )
@@ -664,6 +675,22 @@ threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()
 """,
 )
 v(
+    "werror_session_threads",
+    {
+        "conftest.py": """import warnings
+
+
+def pytest_configure(config):
+    warnings.simplefilter("error")
+""",
+        **BASIC,
+    },
+    extra="""
+import threading, time
+threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()
+""",
+)
+v(
     "conftest_skip_pattern",
     {
         "conftest.py": """import pytest
@@ -757,6 +784,7 @@ SCRIPT_VARIANTS = {
     "xfail": "",
     "skip_setup": "",
     "subtests": "",
+    "subtests_fixture": "",
     "params_odd": "",
     "fixtures": "",
     "order_dependent": "",
