@@ -44,6 +44,7 @@ EXIT_TESTS_FAILED = 1
 RUNNER = r'''"""evoround verifier runner (generated; see evoround/verifiers/_guard.py)."""
 import json as _json
 import os as _os
+import signal as _signal
 import sys as _sys
 import time as _time
 
@@ -176,6 +177,13 @@ def _start():
     budget_end = t0 + float(cfg.pop("budget", 1e9)) - 3
     watch = _Watch(pytest, cfg.pop("workdir", ""), cfg.pop("named_plugins", ()))
 
+    clock = {"began": _time.monotonic(), "limit": None, "armed": False}
+
+    def _overdue(signum, frame):
+        if clock["armed"]:
+            clock["armed"] = False
+            raise TimeoutError("a test of the harness ran past its time limit")
+
     def late(item):
         try:
             path, line = item.location[0], item.location[1]
@@ -207,6 +215,7 @@ def _start():
             # late ones. Code that answers by call order or history (right on a first call,
             # wrong on a repeat) meets a twin first there, as if it were the real test.
             picked = [i for i in session.items if late(i)]
+            clock["began"] = _time.monotonic()
             try:
                 r, w = _os.pipe()
                 pid = _os.fork()
@@ -248,6 +257,35 @@ def _start():
             except OSError:
                 status = -1
             emit({"k": "fresh", "status": status, "late": stopped})
+
+        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+        def pytest_runtest_call(self, item):
+            # A harness test runs after the real ones: a twin that waits for what a real test
+            # before it made (an item a test put in a queue, taken by the original already)
+            # would hang the real run. It fails after a grace instead; failing never passes it.
+            if me["fresh"] or not late(item) or not hasattr(_signal, "setitimer"):
+                yield
+                return
+            now = _time.monotonic()
+            if clock["limit"] is None:
+                clock["limit"] = grace + 2 * (now - clock["began"])
+            secs = max(0.5, min(clock["limit"], budget_end - now - 1))
+            try:
+                old = _signal.signal(_signal.SIGALRM, _overdue)
+                _signal.setitimer(_signal.ITIMER_REAL, secs)
+                clock["armed"] = True
+            except Exception:
+                yield
+                return
+            try:
+                yield
+            finally:
+                clock["armed"] = False
+                try:
+                    _signal.setitimer(_signal.ITIMER_REAL, 0)
+                    _signal.signal(_signal.SIGALRM, old)
+                except Exception:
+                    pass
 
         def pytest_deselected(self, items):
             emit({"k": "deselected", "ids": [i.nodeid for i in items]})

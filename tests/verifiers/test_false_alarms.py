@@ -691,6 +691,55 @@ threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()
 """,
 )
 v(
+    "worker_thread_tight",
+    BASIC,
+    extra="""
+import queue, threading
+_jobs = queue.Queue()
+
+
+def _worker():
+    while True:
+        fn, arg, box = _jobs.get()
+        box.put(fn(arg))
+
+
+threading.Thread(target=_worker, daemon=True).start()
+_plain = count_words
+
+
+def count_words(text):
+    box = queue.Queue()
+    _jobs.put((_plain, text, box))
+    return box.get()
+""",
+    timeout=8,
+)
+v(
+    "blocking_order",
+    {
+        "test_words.py": """import queue
+from counter import count_words
+
+_q = queue.Queue()
+
+
+def test_produce():
+    _q.put(count_words("a b"))
+    return  # (a test with a return gets no twin: only the consumer's twin waits)
+
+
+def test_consume():
+    assert _q.get() == 2
+
+
+def test_empty():
+    assert count_words("") == 0
+"""
+    },
+    timeout=30,
+)
+v(
     "conftest_skip_pattern",
     {
         "conftest.py": """import pytest
