@@ -31,15 +31,14 @@ from evoround.verifiers._guard import (
     RUNNER,
     Channel,
     Controls,
-    expected_names,
     keep_controls,
     make_controls,
-    named_plugins,
     phase_outcome,
     read_channel,
     runner_input,
     selects,
 )
+from evoround.verifiers._suite_text import expected_names, named_plugins
 from evoround.verifiers._twins import Twin, TwinPlan, node_parts, plan_twins, shared_imports
 
 REPORT_LIMIT = 64 << 20
