@@ -11,6 +11,7 @@ each correct solution runs a few times; the soak behind these ran each of them m
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from tests.helpers import COUNTER
 
 OK = "def count_words(text):\n    return len(text.split())\n"
 BAD = "def count_words(text):\n    return len(text.split(' '))\n"
-RUNS = 2
+RUNS = int(os.environ.get("EVOROUND_FALSE_ALARM_RUNS", "2"))
 """Runs of each correct solution here (twins are random)."""
 
 V: dict[str, dict[str, object]] = {}
@@ -267,6 +268,7 @@ v(
     "scoped_fixtures",
     {
         "conftest.py": """import os
+import os
 import shutil
 import pytest
 
