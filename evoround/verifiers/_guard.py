@@ -300,7 +300,7 @@ def _start():
         def pytest_runtest_logreport(self, report):
             watch.check(emit)
             rec = {"k": "test", "nodeid": report.nodeid, "when": report.when,
-                   "outcome": report.outcome,
+                   "outcome": report.outcome, "loc": str((report.location or ("",))[0]),
                    "msg": "" if report.passed else str(report.longrepr)[-500:]}
             if type(report).__name__.lower().startswith("subtest"):
                 rec["sub"] = True  # pytest >= 9 reports each unittest subTest on its own

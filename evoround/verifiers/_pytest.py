@@ -422,10 +422,14 @@ def _where(tw: Twin) -> str:
 
 
 def _all_tests(ch: Channel) -> list[TestResult]:
+    """The channel's tests as pytest's JUnit writer names them: by the file that defines the
+    test (a method a class inherits from a helper module is that module's), not the node's."""
     out = []
     for nodeid, phases in ch.tests.items():
         outcome, _ = phase_outcome(phases)
         file, name = split_nodeid(nodeid)
+        loc = next((r.get("loc") for r in phases.values() if r.get("loc")), None)
+        file = loc if isinstance(loc, str) else file
         out.append(TestResult(file=file, name=name, outcome=TestOutcome(outcome)))
     return out
 

@@ -742,6 +742,32 @@ def test_empty():
     timeout=30,
 )
 v(
+    "inherited",
+    {
+        "base_cases.py": """from counter import count_words
+
+
+class WordCases:
+    def test_simple(self):
+        assert count_words("a b c") == 3
+
+    def test_empty(self):
+        assert count_words("") == 0
+""",
+        "test_words.py": """from base_cases import WordCases
+from counter import count_words
+
+
+class TestWords(WordCases):
+    pass
+
+
+def test_plain():
+    assert count_words("x") == 1
+""",
+    },
+)
+v(
     "conftest_skip_pattern",
     {
         "conftest.py": """import pytest
