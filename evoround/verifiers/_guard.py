@@ -36,14 +36,13 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from evoround.verifiers._pyast import parse as parse_ast
-
 EXIT_TESTS_FAILED = 1
 """pytest's return code when some tests failed: what an honest run returns (the control)."""
 
 RUNNER = r'''"""evoround verifier runner (generated; see evoround/verifiers/_guard.py)."""
 import json as _json
 import os as _os
+import signal as _signal
 import sys as _sys
 import time as _time
 
@@ -176,6 +175,13 @@ def _start():
     budget_end = t0 + float(cfg.pop("budget", 1e9)) - 3
     watch = _Watch(pytest, cfg.pop("workdir", ""), cfg.pop("named_plugins", ()))
 
+    clock = {"began": _time.monotonic(), "limit": None, "armed": False}
+
+    def _overdue(signum, frame):
+        if clock["armed"]:
+            clock["armed"] = False
+            raise TimeoutError("a test of the harness ran past its time limit")
+
     def late(item):
         try:
             path, line = item.location[0], item.location[1]
@@ -207,6 +213,7 @@ def _start():
             # late ones. Code that answers by call order or history (right on a first call,
             # wrong on a repeat) meets a twin first there, as if it were the real test.
             picked = [i for i in session.items if late(i)]
+            clock["began"] = _time.monotonic()
             try:
                 r, w = _os.pipe()
                 pid = _os.fork()
@@ -249,6 +256,35 @@ def _start():
                 status = -1
             emit({"k": "fresh", "status": status, "late": stopped})
 
+        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+        def pytest_runtest_call(self, item):
+            # A harness test runs after the real ones: a twin that waits for what a real test
+            # before it made (an item a test put in a queue, taken by the original already)
+            # would hang the real run. It fails after a grace instead; failing never passes it.
+            if me["fresh"] or not late(item) or not hasattr(_signal, "setitimer"):
+                yield
+                return
+            now = _time.monotonic()
+            if clock["limit"] is None:
+                clock["limit"] = grace + 2 * (now - clock["began"])
+            secs = max(0.5, min(clock["limit"], budget_end - now - 1))
+            try:
+                old = _signal.signal(_signal.SIGALRM, _overdue)
+                _signal.setitimer(_signal.ITIMER_REAL, secs)
+                clock["armed"] = True
+            except Exception:
+                yield
+                return
+            try:
+                yield
+            finally:
+                clock["armed"] = False
+                try:
+                    _signal.setitimer(_signal.ITIMER_REAL, 0)
+                    _signal.signal(_signal.SIGALRM, old)
+                except Exception:
+                    pass
+
         def pytest_deselected(self, items):
             emit({"k": "deselected", "ids": [i.nodeid for i in items]})
 
@@ -264,7 +300,7 @@ def _start():
         def pytest_runtest_logreport(self, report):
             watch.check(emit)
             rec = {"k": "test", "nodeid": report.nodeid, "when": report.when,
-                   "outcome": report.outcome,
+                   "outcome": report.outcome, "loc": str((report.location or ("",))[0]),
                    "msg": "" if report.passed else str(report.longrepr)[-500:]}
             if type(report).__name__.lower().startswith("subtest"):
                 rec["sub"] = True  # pytest >= 9 reports each unittest subTest on its own
@@ -286,7 +322,10 @@ def _start():
     _os._exit(rc)
 
 
-_start()
+# only as the program: multiprocessing's spawn and forkserver children run the main
+# module's file again (as __mp_main__) to rebuild its namespace, and must not start pytest
+if __name__ == "__main__":
+    _start()
 '''
 
 FRESH_GRACE = 30.0
@@ -410,6 +449,9 @@ def runner_input(
     return (json.dumps(cfg) + "\n").encode()
 
 
+MALFORMED = "a malformed record on the result channel"
+
+
 @dataclass
 class Channel:
     """What the verifier plugin reported on the private channel."""
@@ -445,7 +487,7 @@ def read_channel(stdout: str, nonce: str) -> Channel:
             rec = json.loads(line[len(tag) :])
             _record(ch, rec["k"], rec)
         except (ValueError, KeyError, TypeError, AttributeError):
-            ch.anomalies.append("a malformed record on the result channel")
+            ch.anomalies.append(MALFORMED)
     return ch
 
 
@@ -511,65 +553,3 @@ def phase_outcome(phases: dict[str, dict[str, object]]) -> tuple[str, str]:
     if call is not None and call.get("outcome") == "passed":
         return "passed", ""
     return "error", "the test did not run to completion"
-
-
-def expected_names(source: str) -> set[str]:
-    """Test names a module certainly defines: top-level ``test*`` functions and the ``test*``
-    methods of top-level ``Test*`` classes without ``__init__`` (pytest's default rules).
-
-    A lower bound read from the task's own file on the host: each of these must come back
-    from the run (passed, failed, skipped or under a collection error). Tests that appear
-    from nowhere else (inherited, generated) are not required, so there are no false alarms.
-    """
-    import ast
-
-    try:
-        tree = parse_ast(source)
-    except SyntaxError:
-        return set()
-    names: set[str] = set()
-    funcs = (ast.FunctionDef, ast.AsyncFunctionDef)
-    for node in tree.body:
-        if isinstance(node, funcs) and node.name.startswith("test"):
-            names.add(node.name)
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            body = [n for n in node.body if isinstance(n, funcs)]
-            if any(n.name == "__init__" for n in body):
-                continue
-            names.update(n.name for n in body if n.name.startswith("test"))
-    return names
-
-
-def named_plugins(sources: Iterable[str], args: Iterable[str]) -> set[str]:
-    """Plugins the task's own suite asks for: the literal ``pytest_plugins`` of its conftest
-    and test files, and ``-p NAME`` in its pytest arguments. A plugin module that lives in
-    the workspace (a project testing its own pytest plugin) is then the suite's choice, not
-    the code under test registering itself; the twins and controls still stand."""
-    import ast
-
-    out: set[str] = set()
-    for source in sources:
-        try:
-            tree = parse_ast(source)
-        except (SyntaxError, ValueError):
-            continue
-        for node in tree.body:
-            if not isinstance(node, ast.Assign) or not any(
-                isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets
-            ):
-                continue
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                continue
-            names = [value] if isinstance(value, str) else value
-            if isinstance(names, (list, tuple)):
-                out.update(n for n in names if isinstance(n, str))
-    it = iter(args)
-    for a in it:
-        if a == "-p":
-            out.add(next(it, ""))
-        elif a.startswith("-p") and len(a) > 2:
-            out.add(a[2:])
-    out.discard("")
-    return {n for n in out if not n.startswith("no:")}

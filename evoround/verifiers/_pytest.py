@@ -27,18 +27,18 @@ from evoround.sandboxes import Sandbox, SandboxError
 from evoround.tasks import ActiveTest, failure_class_for, is_test_module
 from evoround.verifiers._guard import (
     EXIT_TESTS_FAILED,
+    MALFORMED,
     RUNNER,
     Channel,
     Controls,
-    expected_names,
     keep_controls,
     make_controls,
-    named_plugins,
     phase_outcome,
     read_channel,
     runner_input,
     selects,
 )
+from evoround.verifiers._suite_text import expected_names, named_plugins
 from evoround.verifiers._twins import Twin, TwinPlan, node_parts, plan_twins, shared_imports
 
 REPORT_LIMIT = 64 << 20
@@ -195,15 +195,50 @@ def _cross_check(
     junit: list[TestResult] | None,
     task_selects: bool,
     twins: TwinPlan,
+    cut: int = 0,
 ) -> tuple[list[str], list[str]]:
-    """(integrity evidence, ordinary problems) of one run; see :mod:`._guard`."""
-    evidence = list(ch.anomalies)
+    """(integrity evidence, ordinary problems) of one run; see :mod:`._guard`.
+
+    ``cut``: bytes the sandbox dropped from the middle of the output (see
+    ``evoround.sandboxes._capture``). Records of the channel may be among them, so what is
+    missing (or cut in two) is then no evidence: it fails the round as a problem instead.
+    """
+    evidence, absent = _absent_or_evidence(ch.anomalies, cut)
     if ch.tampered:
         evidence.append(
             "the test runner's internals were changed during the run: " + ", ".join(ch.tampered[:5])
         )
-    evidence += _twin_evidence(ch, twins)
-    evidence += _fresh_evidence(ch, controls, twins)
+    evidence += _twin_evidence(ch, twins, absent)
+    evidence += _fresh_evidence(ch, controls, twins, absent)
+    evidence, problems = _cross_check_rest(
+        ch, controls, tests, exit_code, timed_out, junit, task_selects, evidence, absent
+    )
+    if cut:
+        problems += [f"{a} (but {cut} bytes of output were dropped)" for a in absent]
+    else:
+        evidence += absent
+    return evidence, problems
+
+
+def _absent_or_evidence(anomalies: list[str], cut: int) -> tuple[list[str], list[str]]:
+    """A malformed record is a record cut in two when output was dropped."""
+    if not cut:
+        return list(anomalies), []
+    torn = [a for a in anomalies if a == MALFORMED]
+    return [a for a in anomalies if a != MALFORMED], torn
+
+
+def _cross_check_rest(
+    ch: Channel,
+    controls: Controls,
+    tests: list[ActiveTest],
+    exit_code: int,
+    timed_out: bool,
+    junit: list[TestResult] | None,
+    task_selects: bool,
+    evidence: list[str],
+    absent: list[str],
+) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     pass_id, fail_id = controls.node_ids
     fail_ctl = ch.tests.get(fail_id)
@@ -235,9 +270,9 @@ def _cross_check(
         )
     ran = ch.end_rc in (0, EXIT_TESTS_FAILED)  # not interrupted (collection errors, usage)
     if fail_ctl is None and ran:
-        evidence.append("the control test that must fail never ran: tests were removed")
+        absent.append("the control test that must fail never ran: tests were removed")
     if pass_ctl is None and ran:
-        evidence.append("the control test that must pass never ran: tests were removed")
+        absent.append("the control test that must pass never ran: tests were removed")
     if ch.end_rc == 0 and fail_ctl is not None and phase_outcome(fail_ctl)[0] != "passed":
         evidence.append("pytest returned 0 although the failing control test failed")
     # Tests the task's files certainly define must all come back (or be deselected by the
@@ -257,13 +292,13 @@ def _cross_check(
             n for n in names if (t.path, n) not in reported and (t.path, n) not in deselected
         )
         if gone and ran_all:
-            evidence.append(f"{t.path}: tests vanished from the session: {', '.join(gone[:5])}")
+            absent.append(f"{t.path}: tests vanished from the session: {', '.join(gone[:5])}")
         elif gone:
             problems.append(f"{t.path}: tests not run: {', '.join(gone[:5])}")
     if ch.collected is not None and ran:
         unreported = [n for n in ch.collected if n not in ch.tests]
         if unreported:
-            evidence.append(f"collected tests never reported: {', '.join(unreported[:5])}")
+            absent.append(f"collected tests never reported: {', '.join(unreported[:5])}")
     if junit is not None:
         evidence += _junit_disagrees(ch, junit)
         channel = {(r.file, r.name, r.outcome) for r in _all_tests(ch)}
@@ -275,7 +310,7 @@ def _cross_check(
                 and r.name
                 and (r.file, r.name, r.outcome) not in channel
             ):
-                evidence.append(
+                absent.append(
                     f"the JUnit report says {r.file}::{r.name} passed; the result channel does not"
                 )
                 break
@@ -308,12 +343,13 @@ def _junit_disagrees(ch: Channel, junit: list[TestResult]) -> list[str]:
     ]
 
 
-def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
+def _twin_evidence(ch: Channel, twins: TwinPlan, absent: list[str] | None = None) -> list[str]:
     """A failing twin reported passed (wherever it shows up: a class hands its twin down);
     or, in a completed run where its original ran, a twin that never ran in the original's
     class (or, when its parametrization is written out, lost some of the instances its
-    original had there)."""
+    original had there). Findings that rest on a missing record go to ``absent`` if given."""
     out: list[str] = []
+    gone = out if absent is None else absent
     done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
     for tw in twins.twins:
         mine: dict[tuple[str, str, str], str] = {}
@@ -333,22 +369,27 @@ def _twin_evidence(ch: Channel, twins: TwinPlan) -> list[str]:
             )
         here = {p for f, c, p in mine if (f, c) == (tw.file, tw.cls)}
         if not forged and done and theirs and (not here or (tw.fixed and here < theirs)):
-            out.append(f"the failing twin of {where} never ran: tests were removed")
+            gone.append(f"the failing twin of {where} never ran: tests were removed")
     return out
 
 
-def _fresh_evidence(ch: Channel, controls: Controls, twins: TwinPlan) -> list[str]:
+def _fresh_evidence(
+    ch: Channel, controls: Controls, twins: TwinPlan, absent: list[str] | None = None
+) -> list[str]:
     """The runner's fresh copy (forked before any test ran, running only the harness's own
     tests, after the real run): a twin or the failing control passing there is a forgery
     that answers by call history; in a copy that ran to its end, one of them missing is a
-    removed test. A copy stopped for time proves only what it reported."""
+    removed test. A copy stopped for time proves only what it reported. Findings that rest on
+    a missing record go to ``absent`` if given."""
     if ch.end_rc not in (0, EXIT_TESTS_FAILED) or ch.collected is None:
         return []  # the real run did not complete: the other checks speak
     if ch.fresh_error is not None:
         return [f"the runner could not fork its fresh copy of the test process: {ch.fresh_error}"]
-    if ch.fresh_status is None:
-        return ["the runner never reported its fresh copy of the test process"]
     out: list[str] = []
+    missing = out if absent is None else absent
+    if ch.fresh_status is None:
+        missing.append("the runner never reported its fresh copy of the test process")
+        return out
     names = {tw.name: tw for tw in twins.twins}
     for tw in twins.twins:
         mine = [ph for n, ph in ch.fresh.items() if node_parts(n)[2] == tw.name]
@@ -367,12 +408,12 @@ def _fresh_evidence(ch: Channel, controls: Controls, twins: TwinPlan) -> list[st
     if not ch.fresh_ended:
         # (its exit status alone proves nothing: code under test that reaps any child, as a
         # SIGCHLD handler may, takes it from the runner after the copy has finished)
-        out.append(f"the fresh copy of the test process ended early (status {ch.fresh_status})")
+        missing.append(f"the fresh copy of the test process ended early (status {ch.fresh_status})")
         return out
     ours = [n for n in ch.tests if n in controls.node_ids or node_parts(n)[2] in names]
     gone = [n for n in ours if n not in ch.fresh]
     if gone:
-        out.append(f"tests of the harness never ran in the fresh copy: {', '.join(gone[:3])}")
+        missing.append(f"tests of the harness never ran in the fresh copy: {', '.join(gone[:3])}")
     return out
 
 
@@ -381,10 +422,14 @@ def _where(tw: Twin) -> str:
 
 
 def _all_tests(ch: Channel) -> list[TestResult]:
+    """The channel's tests as pytest's JUnit writer names them: by the file that defines the
+    test (a method a class inherits from a helper module is that module's), not the node's."""
     out = []
     for nodeid, phases in ch.tests.items():
         outcome, _ = phase_outcome(phases)
         file, name = split_nodeid(nodeid)
+        loc = next((r.get("loc") for r in phases.values() if r.get("loc")), None)
+        file = loc if isinstance(loc, str) else file
         out.append(TestResult(file=file, name=name, outcome=TestOutcome(outcome)))
     return out
 
@@ -500,7 +545,15 @@ def run_pytest(
             problems.append(f"unreadable JUnit report: {str(e)[:200]}")
     results = _channel_results(ch, controls, tests, round_index, twins)
     evidence, more = _cross_check(
-        ch, controls, tests, res.exit_code, res.timed_out, junit, selects(extra_args or []), twins
+        ch,
+        controls,
+        tests,
+        res.exit_code,
+        res.timed_out,
+        junit,
+        selects(extra_args or []),
+        twins,
+        res.truncated_bytes,
     )
     problems += more
     if not xml and ch.end_rc is not None and not res.timed_out:

@@ -205,24 +205,55 @@ class _Planted(object):
 
     def _run(self):
         import warnings
+        session = self.items[0].session if self.items else None
         for item in self.items:
             stop = False
+            # subtests (unittest's subTest, the subtests fixture) log their own reports
+            # through the item's hooks: while a twin runs those hooks keep them to themselves
+            logged = []
+            quiet = _Quiet(session.gethookproxy, logged.append)
+            had = vars(session).get("gethookproxy")
             try:
+                session.gethookproxy = quiet.proxy
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     reports = _runtestprotocol(item, log=False, nextitem=None)
-                outcome = _verdict(reports)
+                outcome = _verdict(reports, logged)
             except BaseException as e:
                 outcome, stop = "error", not isinstance(e, Exception)
+            finally:
+                vars(session).pop("gethookproxy", None)
+                if had is not None:
+                    session.gethookproxy = had
             _emit({"k": "t", "s": self.sess.sid, "id": str(item.nodeid)[:300], "o": outcome,
                    "x": self.sess.raised.pop(item.nodeid, None), "f": self.fresh})
             if stop:
                 break
 
 
-def _verdict(reports):
+class _Quiet(object):
+    """A node's hook relay as usual, but reports logged through it are only kept."""
+
+    def __init__(self, real, keep):
+        self.real, self.keep = real, keep
+
+    def proxy(self, fspath):
+        return _QuietRelay(self.real(fspath), self.keep)
+
+
+class _QuietRelay(object):
+    def __init__(self, relay, keep):
+        self._relay, self._keep = relay, keep
+
+    def __getattr__(self, name):
+        if name == "pytest_runtest_logreport":
+            return lambda report=None, **kw: self._keep(report)
+        return getattr(self._relay, name)
+
+
+def _verdict(reports, subreports=()):
     by = dict((r.when, r.outcome) for r in reports)
-    if "failed" in by.values():
+    if "failed" in by.values() or any(getattr(r, "failed", False) for r in subreports):
         return "failed"
     if "skipped" in (by.get("setup"), by.get("call")):
         return "skipped"
