@@ -216,7 +216,10 @@ def _start():
             clock["began"] = _time.monotonic()
             try:
                 r, w = _os.pipe()
-                pid = _os.fork()
+                import warnings
+                with warnings.catch_warnings():  # (3.12+ warns when threads are alive:
+                    warnings.simplefilter("ignore")  # an 'error' filter must not stop it)
+                    pid = _os.fork()
             except OSError as e:
                 emit({"k": "fresh", "error": str(e)[:200]})
                 yield

@@ -168,7 +168,10 @@ class _Planted(object):
         # arguments, so code that answers by call history passes it.
         try:
             r, w = _os.pipe()
-            pid = _os.fork()
+            import warnings
+            with warnings.catch_warnings():  # (3.12+ warns when threads are alive:
+                warnings.simplefilter("ignore")  # an 'error' filter must not stop it)
+                pid = _os.fork()
         except Exception:
             return None
         if pid == 0:
