@@ -434,6 +434,22 @@ def _all_tests(ch: Channel) -> list[TestResult]:
     return out
 
 
+def suite_sources(tests: list[ActiveTest]) -> tuple[dict[str, str], list[str]]:
+    """The suite's test modules (path -> text) and conftest texts, for the failing twins
+    (both verifiers plan them from the same texts)."""
+    modules: dict[str, str] = {}
+    conftests: list[str] = []
+    for t in tests:
+        try:
+            if is_test_module(t.path):
+                modules[t.path] = t.source.read_bytes().decode("utf-8")
+            elif Path(t.path).name == "conftest.py":
+                conftests.append(t.source.read_bytes().decode("utf-8", errors="replace"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return modules, conftests
+
+
 def run_pytest(
     sandbox: Sandbox,
     tests: list[ActiveTest],
@@ -454,16 +470,7 @@ def run_pytest(
     suite_root = f"{base}/suite"
     junit_path = f"{base}/report-{secrets.token_hex(8)}.xml"
     runner_path = f"{base}/run-{secrets.token_hex(8)}.py"
-    modules: dict[str, str] = {}
-    conftests: list[str] = []
-    for t in tests:
-        try:
-            if is_test_module(t.path):
-                modules[t.path] = t.source.read_bytes().decode("utf-8")
-            elif Path(t.path).name == "conftest.py":
-                conftests.append(t.source.read_bytes().decode("utf-8", errors="replace"))
-        except (OSError, UnicodeDecodeError):
-            continue
+    modules, conftests = suite_sources(tests)
     local = {Path(t.path).parts[0].removesuffix(".py") for t in tests}
     twins = plan_twins(modules, conftests=conftests)
     controls = make_controls((Path(t.path).name for t in tests), shared_imports(modules, local))

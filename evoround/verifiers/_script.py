@@ -55,8 +55,8 @@ from pathlib import Path
 
 from evoround.results import TestOutcome, TestResult, VerifierOutcome
 from evoround.sandboxes import Sandbox, UnsafeFile
-from evoround.tasks import ActiveTest, is_test_module
-from evoround.verifiers._pytest import copy_suite
+from evoround.tasks import ActiveTest
+from evoround.verifiers._pytest import copy_suite, suite_sources
 from evoround.verifiers._script_guard import CHANNEL_LIMIT, GuardReport, judge_channel, make_guard
 from evoround.verifiers._script_twins import twin_payload
 from evoround.verifiers._twins import TwinPlan, plan_twins
@@ -222,7 +222,7 @@ def run_script(
     suite_root = f"{base}/tests"
     logs_dir = f"{base}/logs"
     verifier_dir = f"{logs_dir}/verifier"
-    modules, conftests = _suite_sources(tests)
+    modules, conftests = suite_sources(tests)
     twins = plan_twins(modules, conftests=conftests)
     guard = make_guard(base, sandbox.workdir, twin_payload(twins, modules))
     # one archive in: the suite, the (empty) log folders the script writes to, the guard
@@ -345,21 +345,6 @@ def run_script(
         cases_total=cases.total,
         integrity=integrity,
     )
-
-
-def _suite_sources(tests: list[ActiveTest]) -> tuple[dict[str, str], list[str]]:
-    """The suite's test modules (path -> text) and conftest texts, for the failing twins."""
-    modules: dict[str, str] = {}
-    conftests: list[str] = []
-    for t in tests:
-        try:
-            if is_test_module(t.path):
-                modules[t.path] = t.source.read_bytes().decode("utf-8")
-            elif Path(t.path).name == "conftest.py":
-                conftests.append(t.source.read_bytes().decode("utf-8", errors="replace"))
-        except (OSError, UnicodeDecodeError):
-            continue
-    return modules, conftests
 
 
 def _read_guard(sandbox: Sandbox, channel: str, nonce: str, twins: TwinPlan) -> GuardReport:
