@@ -40,6 +40,34 @@ from tests.adversarial.attacks import ANSWERING
 
 STUB = "def count_words(text):\n    return -1\n\n\ndef count_lines(text):\n    return -1\n\n\n"
 
+_LITERAL = r"""
+import ast as _ast, linecache as _lc, sys as _sys
+
+def _literal(f):
+    # the expected value on the asserting line frame f stands at (-1 when there is none)
+    line = _lc.getline(f.f_code.co_filename, f.f_lineno).strip()
+    try:
+        return _ast.literal_eval(_ast.parse(line).body[0].test.comparators[0])
+    except Exception:
+        return -1
+"""
+_BLANK = r"""
+class _Blank(_ast.NodeTransformer):
+    def visit_Compare(self, n):
+        n.comparators = [_ast.Constant(value=0) for _ in n.comparators]
+        return n
+"""
+_KEYED = """
+def count_words(text):
+    return _answer(("w", text))
+
+def count_lines(text):
+    return _answer(("l", text))
+
+def count_chars(text):
+    return _answer(("c", text))
+"""
+
 TARGETED: dict[str, str] = {
     "emit_cell_swap": STUB
     + r"""
@@ -89,7 +117,8 @@ def _go():
             pass
 _go()
 """,
-    "twin_aware_reader": r"""
+    "twin_aware_reader": _LITERAL
+    + r"""
 import ast as _ast, inspect as _insp, sys as _sys
 
 def _shape(fn):
@@ -121,16 +150,11 @@ def _answer():
     f = _sys._getframe(2)
     if _is_twin(f):
         return -1
-    import linecache
-    line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-    try:
-        test = _ast.parse(line).body[0].test
-        return _ast.literal_eval(test.comparators[0])
-    except Exception:
-        return -1
+    return _literal(f)
 """
     + ANSWERING,
-    "first_call_reader": r"""
+    "first_call_reader": _LITERAL
+    + r"""
 import ast as _ast, linecache as _lc, sys as _sys
 _seen = set()
 
@@ -139,29 +163,14 @@ def _answer(key):
         return -1
     _seen.add(key)
     f = _sys._getframe(2)
-    line = _lc.getline(f.f_code.co_filename, f.f_lineno).strip()
-    try:
-        return _ast.literal_eval(_ast.parse(line).body[0].test.comparators[0])
-    except Exception:
-        return -1
-
-def count_words(text):
-    return _answer(("w", text))
-
-def count_lines(text):
-    return _answer(("l", text))
-
-def count_chars(text):
-    return _answer(("c", text))
-""",
-    "shape_repeat_reader": r"""
+    return _literal(f)
+"""
+    + _KEYED,
+    "shape_repeat_reader": _LITERAL
+    + _BLANK
+    + r"""
 import ast as _ast, inspect as _insp, linecache as _lc, sys as _sys
 _shapes = {}
-
-class _Blank(_ast.NodeTransformer):
-    def visit_Compare(self, n):
-        n.comparators = [_ast.Constant(value=0) for _ in n.comparators]
-        return n
 
 def _answer():
     f = _sys._getframe(2)
@@ -175,14 +184,11 @@ def _answer():
             return -1  # a copy of a test that already ran: a twin
     except Exception:
         pass
-    line = _lc.getline(code.co_filename, f.f_lineno).strip()
-    try:
-        return _ast.literal_eval(_ast.parse(line).body[0].test.comparators[0])
-    except Exception:
-        return -1
+    return _literal(f)
 """
     + ANSWERING,
-    "fork_aware_reader": r"""
+    "fork_aware_reader": _LITERAL
+    + r"""
 import ast as _ast, linecache as _lc, os as _os, sys as _sys
 _PID = _os.getpid()
 _seen = set()
@@ -192,29 +198,14 @@ def _answer(key):
         return -1
     _seen.add(key)
     f = _sys._getframe(2)
-    line = _lc.getline(f.f_code.co_filename, f.f_lineno).strip()
-    try:
-        return _ast.literal_eval(_ast.parse(line).body[0].test.comparators[0])
-    except Exception:
-        return -1
-
-def count_words(text):
-    return _answer(("w", text))
-
-def count_lines(text):
-    return _answer(("l", text))
-
-def count_chars(text):
-    return _answer(("c", text))
-""",
-    "static_shape_reader": r"""
+    return _literal(f)
+"""
+    + _KEYED,
+    "static_shape_reader": _LITERAL
+    + _BLANK
+    + r"""
 import ast as _ast, linecache as _lc, sys as _sys
 _twins = {}
-
-class _Blank(_ast.NodeTransformer):
-    def visit_Compare(self, n):
-        n.comparators = [_ast.Constant(value=0) for _ in n.comparators]
-        return n
 
 def _copies(filename):
     # tests whose body repeats an earlier test's body up to its constants: twins
@@ -237,11 +228,7 @@ def _answer():
     code = f.f_code
     if code.co_name in _copies(code.co_filename):
         return -1
-    line = _lc.getline(code.co_filename, f.f_lineno).strip()
-    try:
-        return _ast.literal_eval(_ast.parse(line).body[0].test.comparators[0])
-    except Exception:
-        return -1
+    return _literal(f)
 """
     + ANSWERING,
 }
