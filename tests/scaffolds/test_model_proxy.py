@@ -218,3 +218,45 @@ def test_cli_proxy_run_and_a_killed_engine_leave_no_proxy_behind(tmp_path: Path)
         while _proxy_pids(config) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _proxy_pids(config) == []
+
+
+def test_the_proxy_extra_is_spelled_out_from_litellms_own_metadata():
+    from evoround.scaffolds.proxy._proxy import litellm_version, proxy_requirements
+
+    reqs = proxy_requirements()
+    names = {r.split("=")[0].split(">")[0].split("<")[0].split("[")[0] for r in reqs}
+    assert reqs[0] == f"litellm=={litellm_version()}"
+    assert {"uvicorn", "fastapi"} <= names  # the proxy's server stack
+    assert "mlflow" not in names and "prisma" not in names  # other extras stay out
+    assert not any(";" in r for r in reqs)
+
+
+def test_a_requirement_missing_from_the_index_is_dropped_and_the_rest_installed(
+    tmp_path: Path, capfd, monkeypatch
+):
+    """pip stand-in that fails as pip does while ``litellm-proxy`` is asked for; any
+    other failure is still an error."""
+    from evoround.scaffolds.proxy import ProxyError, _proxy
+
+    calls = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {calls}\n'
+        'case "$*" in *litellm-proxy==*) '
+        'echo "ERROR: No matching distribution found for litellm-proxy==9.9.9" >&2; exit 1;; '
+        '*broken*) echo "ERROR: resolution impossible" >&2; exit 1;; '
+        "esac\nexit 0\n"
+    )
+    fake.chmod(0o755)
+    reqs = ["litellm==9.9.9", "litellm-proxy==9.9.9", "uvicorn<1.0,>=0.33"]
+    monkeypatch.setattr(_proxy, "proxy_requirements", lambda: reqs)
+    _proxy._pip_install_proxy(fake, "9.9.9")
+    runs = calls.read_text().splitlines()
+    assert len(runs) == 2 and "litellm-proxy==" in runs[0]
+    assert "litellm-proxy==" not in runs[1] and "uvicorn" in runs[1]
+    assert "litellm-proxy==9.9.9 (from litellm[proxy]) is not on" in capfd.readouterr().err
+
+    monkeypatch.setattr(_proxy, "proxy_requirements", lambda: [*reqs[:1], "broken==1"])
+    with pytest.raises(ProxyError, match="resolution impossible"):
+        _proxy._pip_install_proxy(fake, "9.9.9")
