@@ -107,9 +107,9 @@ def proxy_requirements() -> list[str]:
     reqs = [f"litellm=={litellm_version()}"]
     for line in importlib.metadata.requires("litellm") or []:
         req = Requirement(line)
-        if req.marker is not None and req.marker.evaluate({"extra": "proxy"}):
-            if not req.marker.evaluate({"extra": ""}):
-                reqs.append(str(req).split(";")[0].strip())
+        marker = req.marker
+        if marker and marker.evaluate({"extra": "proxy"}) and not marker.evaluate({"extra": ""}):
+            reqs.append(str(req).split(";")[0].strip())
     return reqs
 
 
