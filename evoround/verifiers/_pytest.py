@@ -18,6 +18,7 @@ import shlex
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
@@ -186,33 +187,37 @@ def _base(nodeid: str) -> tuple[str, str]:
     return file, name.split("[")[0]
 
 
-def _cross_check(
-    ch: Channel,
-    controls: Controls,
-    tests: list[ActiveTest],
-    exit_code: int,
-    timed_out: bool,
-    junit: list[TestResult] | None,
-    task_selects: bool,
-    twins: TwinPlan,
-    cut: int = 0,
-) -> tuple[list[str], list[str]]:
+@dataclass(frozen=True)
+class _Run:
+    """What one pytest run left behind, as the cross-checks read it."""
+
+    ch: Channel
+    controls: Controls
+    tests: list[ActiveTest]
+    exit_code: int
+    timed_out: bool
+    junit: list[TestResult] | None
+    task_selects: bool
+    twins: TwinPlan
+    cut: int = 0
+
+
+def _cross_check(run: _Run) -> tuple[list[str], list[str]]:
     """(integrity evidence, ordinary problems) of one run; see :mod:`._guard`.
 
-    ``cut``: bytes the sandbox dropped from the middle of the output (see
+    ``run.cut``: bytes the sandbox dropped from the middle of the output (see
     ``evoround.sandboxes._capture``). Records of the channel may be among them, so what is
     missing (or cut in two) is then no evidence: it fails the round as a problem instead.
     """
+    ch, cut = run.ch, run.cut
     evidence, absent = _absent_or_evidence(ch.anomalies, cut)
     if ch.tampered:
         evidence.append(
             "the test runner's internals were changed during the run: " + ", ".join(ch.tampered[:5])
         )
-    evidence += _twin_evidence(ch, twins, absent)
-    evidence += _fresh_evidence(ch, controls, twins, absent)
-    evidence, problems = _cross_check_rest(
-        ch, controls, tests, exit_code, timed_out, junit, task_selects, evidence, absent
-    )
+    evidence += _twin_evidence(ch, run.twins, absent)
+    evidence += _fresh_evidence(ch, run.controls, run.twins, absent)
+    evidence, problems = _cross_check_rest(run, evidence, absent)
     if cut:
         problems += [f"{a} (but {cut} bytes of output were dropped)" for a in absent]
     else:
@@ -229,16 +234,10 @@ def _absent_or_evidence(anomalies: list[str], cut: int) -> tuple[list[str], list
 
 
 def _cross_check_rest(
-    ch: Channel,
-    controls: Controls,
-    tests: list[ActiveTest],
-    exit_code: int,
-    timed_out: bool,
-    junit: list[TestResult] | None,
-    task_selects: bool,
-    evidence: list[str],
-    absent: list[str],
+    run: _Run, evidence: list[str], absent: list[str]
 ) -> tuple[list[str], list[str]]:
+    ch, controls, tests, junit = run.ch, run.controls, run.tests, run.junit
+    timed_out, exit_code = run.timed_out, run.exit_code
     problems: list[str] = []
     pass_id, fail_id = controls.node_ids
     fail_ctl = ch.tests.get(fail_id)
@@ -258,7 +257,7 @@ def _cross_check_rest(
         else:
             problems.append(f"pytest did not finish (exit code {exit_code})")
         return evidence, problems
-    if ch.deselected and not task_selects:
+    if ch.deselected and not run.task_selects:
         evidence.append(
             "tests were deselected although the task selects none: "
             + ", ".join(sorted(ch.deselected)[:5])
@@ -552,15 +551,17 @@ def run_pytest(
             problems.append(f"unreadable JUnit report: {str(e)[:200]}")
     results = _channel_results(ch, controls, tests, round_index, twins)
     evidence, more = _cross_check(
-        ch,
-        controls,
-        tests,
-        res.exit_code,
-        res.timed_out,
-        junit,
-        selects(extra_args or []),
-        twins,
-        res.truncated_bytes,
+        _Run(
+            ch=ch,
+            controls=controls,
+            tests=tests,
+            exit_code=res.exit_code,
+            timed_out=res.timed_out,
+            junit=junit,
+            task_selects=selects(extra_args or []),
+            twins=twins,
+            cut=res.truncated_bytes,
+        )
     )
     problems += more
     if not xml and ch.end_rc is not None and not res.timed_out:
