@@ -137,32 +137,6 @@ def test_a_copy_killed_and_reaped_by_the_code_under_test_is_evidence(tmp_path: P
     assert any("fresh copy" in e for e in res.integrity), (res.integrity, res.problems)
 
 
-# honest code that reaps every child that ends, as a process supervisor's SIGCHLD handler does
-REAPS_CHILDREN = """import os, signal
-
-
-def _reap(signum, frame):
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
-    except ChildProcessError:
-        pass
-
-
-signal.signal(signal.SIGCHLD, _reap)
-
-
-def count_words(text):
-    return len(text.split())
-"""
-
-
-def test_code_that_reaps_any_child_is_no_false_alarm(tmp_path: Path) -> None:
-    res = _verify(tmp_path, REAPS_CHILDREN)
-    assert not res.integrity, res.integrity
-    assert res.passed, res.problems
-
-
 def test_a_hanging_copy_never_holds_the_run_past_its_timeout(tmp_path: Path) -> None:
     """With the default grace (30 s) the copy would outlive a 15 s verifier timeout and the
     honest round would end as a timeout; it is stopped 3 s before instead."""
