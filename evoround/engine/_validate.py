@@ -157,6 +157,7 @@ def _check_runs(report: TaskValidation, task: Task, records: list[RoundResult], 
             else:
                 why = r.error or "; ".join(
                     [f"{t.file}::{t.name} {t.outcome.value}" for t in r.failing_tests[:3]]
+                    + r.integrity_evidence[:2]
                     + r.verifier_problems[:2]
                 )
                 report.add(check, Status.fail, f"oracle {r.status.value}: {why}", i)

@@ -150,3 +150,33 @@ def test_test_module_without_test_cases_fails(make_task: Callable[..., Path]):
     bad = [(c, r, m) for c, r, m in failures(report) if "collect" in m]
     assert [(c, r) for c, r, _ in bad] == [("discriminative", 2)], failures(report)
     assert new.name in bad[0][2]
+
+
+SELF_DESELECTING = """def pytest_collection_modifyitems(config, items):
+    gone = [i for i in items if "slow" in i.name]
+    if gone:
+        items[:] = [i for i in items if i not in gone]
+        config.hook.pytest_deselected(items=gone)
+"""
+
+
+def test_a_suite_deselecting_in_its_conftest_is_named_and_pytest_args_fix_it(
+    make_task: Callable[..., Path],
+):
+    """The verifier cannot tell a suite's own deselection from the code under test's, so it
+    is evidence; validation names it for the author, and selecting in ``pytest_args`` (which
+    the verifier sees) is the way out."""
+    task = make_task(name="self-deselect", rounds=1)
+    tests = task / "rounds/01/tests"
+    (tests / "conftest.py").write_text(SELF_DESELECTING)
+    with (tests / "test_r1.py").open("a") as f:
+        f.write("\n\ndef test_slow_thing():\n    assert f1() == 1\n")
+    report = validate_task(task, repeat=1)
+    oracle = [m for c, r, m in failures(report) if c == "oracle_mt"]
+    assert oracle and "integrity_violation" in oracle[0] and "deselected" in oracle[0], oracle
+
+    (tests / "conftest.py").unlink()
+    with (task / "task.toml").open("a") as f:
+        f.write('\n[verifier]\npytest_args = ["-k", "not slow"]\n')
+    report = validate_task(task, repeat=1)
+    assert report.ok, failures(report)
