@@ -17,6 +17,11 @@ import pytest
 # litellm fetches its price map from GitHub at import unless told not to; with no network
 # the fetch retries in a thread and logs warnings into whatever runs then (a CLI's output)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# xdist workers start with COLUMNS=80 and LINES=24 set; a serial run (and the CLI's own
+# consoles, which read them once at import) must see the same environment as under xdist
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
 
 DOCKERFILE = """ARG BASE_IMAGE=python:3.12-slim
 FROM ${BASE_IMAGE}

@@ -71,7 +71,7 @@ class Cgroup:
         return ["sh", "-c", ENTER, "evoround-cgroup", *procs, "--", *argv]
 
     @contextlib.contextmanager
-    def frozen(self, wait: float = 5.0) -> Iterator[None]:
+    def frozen(self, wait: float = 30.0) -> Iterator[None]:
         """Every process of the group stopped while the block runs (the cgroup freezer), so
         a process a persistent agent left running cannot change the workspace while its
         snapshot is read, as ``docker pause`` stops a container's. Without a freezer the

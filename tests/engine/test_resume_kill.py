@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,9 @@ def cli(*args: str | Path) -> list[str]:
     return [sys.executable, "-c", "from evoround.cli import main; main()", *map(str, args)]
 
 
-def run_args(tasks: Path, script: Path, out: Path, *extra: str) -> list[str]:
+def run_args(tasks: Path, script: Path, out: Path, *extra: str, job: str = "job") -> list[str]:
     return cli(
-        "run", tasks, "--agent", "scripted", "--script", script, "--out", out, "--job", "job",
+        "run", tasks, "--agent", "scripted", "--script", script, "--out", out, "--job", job,
         "--mode", "both", "-k", "1", *extra,
     )  # fmt: skip
 
@@ -235,15 +236,16 @@ def test_sigkill_docker_then_resume_and_cleanup(
     tmp_path: Path, baseline: dict, docker_client
 ) -> None:
     tasks, script, marks = make_suite(tmp_path, nap=0.2)
-    job = tmp_path / "runs" / "job"
+    name = f"kill-{uuid.uuid4().hex[:8]}"  # cleanup --job must not reach another test's job
+    job = tmp_path / "runs" / name
     e = env(tmp_path / "home")
     # marker files are host paths: in a container the touch fails harmlessly (same verdicts)
-    cmd = run_args(tasks, script, tmp_path / "runs", "--sandbox", "docker", "-j", "2")
+    cmd = run_args(tasks, script, tmp_path / "runs", "--sandbox", "docker", "-j", "2", job=name)
     assert run_and_kill(cmd, e, lambda: n_records(job) >= 3, timeout=600)
     resume(job, script, e, "-j", "2")
     assert canonical(job) == baseline
-    res = subprocess.run(cli("cleanup", "--job", "job"), env=e, capture_output=True, text=True)
+    res = subprocess.run(cli("cleanup", "--job", name), env=e, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     # The low-level list does not inspect each container: no race with background removal.
-    mine = docker_client.api.containers(all=True, filters={"label": "evoround.job=job"})
+    mine = docker_client.api.containers(all=True, filters={"label": f"evoround.job={name}"})
     assert not mine, [c["Names"] for c in mine]
