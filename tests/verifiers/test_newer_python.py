@@ -105,7 +105,8 @@ def _grade(
         job=f"py313-{uuid.uuid4().hex[:8]}",
         base_image_map={"python:3.12-slim": image},
     )
-    with provider.create(task, "t/verify") as sb:
+    # closing the provider removes the spare container it prestarted for the next create
+    with provider, provider.create(task, "t/verify") as sb:
         version = sb.exec(["python3", "-c", "import sys; print(sys.version_info[:2])"])
         assert version.stdout.strip() == "(3, 13)", version
         sb.write_file("counter.py", module)
