@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +58,40 @@ def docker_client():  # noqa: ANN201 - docker.DockerClient (docker imported lazi
     if image_id(client, base) is None:
         docker_missing(f"base image {base} missing: run `evoround images bootstrap`")
     return client
+
+
+def _evoround_containers() -> set[str] | None:
+    """Names of evoround's containers (None: no engine to ask)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        found = client.api.containers(all=True, filters={"label": "evoround=1"})
+    except Exception:  # no SDK, no daemon: the Docker tests said so themselves
+        return None
+    return {name for c in found for name in c["Names"]}
+
+
+_BEFORE: set[str] | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _BEFORE
+    if in_ci() and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _BEFORE = _evoround_containers()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI the whole run must leave no container behind, not only each test that checks:
+    a test that forgets to close its provider leaks the spare it prestarted."""
+    if _BEFORE is None or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    deadline = time.monotonic() + 30  # removals a provider started in the background
+    while (left := (_evoround_containers() or set()) - _BEFORE) and time.monotonic() < deadline:
+        time.sleep(1)
+    if left:
+        print(f"\nthe test run left {len(left)} evoround container(s): {sorted(left)[:10]}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def write_task(
