@@ -18,8 +18,9 @@ import pytest
 # litellm fetches its price map from GitHub at import unless told not to; with no network
 # the fetch retries in a thread and logs warnings into whatever runs then (a CLI's output)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-# xdist workers start with COLUMNS=80 and LINES=24 set; a serial run (and the CLI's own
-# consoles, which read them once at import) must see the same environment as under xdist
+# xdist workers start with COLUMNS=80 and LINES=24 set; the CLI's consoles read them once
+# at import and fold their tables to 80 columns, so a worker drops them to see what a
+# serial run sees
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("COLUMNS", "LINES"):
         os.environ.pop(_name, None)
@@ -61,33 +62,34 @@ def docker_client():  # noqa: ANN201 - docker.DockerClient (docker imported lazi
 
 
 def _evoround_containers() -> set[str] | None:
-    """Names of evoround's containers (None: no engine to ask)."""
+    """What ``evoround cleanup`` would remove now (None: no engine to ask)."""
     try:
         import docker
 
-        client = docker.from_env(timeout=30)
-        found = client.api.containers(all=True, filters={"label": "evoround=1"})
+        from evoround.sandboxes.docker import cleanup_docker
+
+        return set(cleanup_docker(docker.from_env(timeout=30), dry_run=True).containers)
     except Exception:  # no SDK, no daemon: the Docker tests said so themselves
         return None
-    return {name for c in found for name in c["Names"]}
 
 
-_BEFORE: set[str] | None = None
+_BEFORE = pytest.StashKey[set[str]]()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    global _BEFORE
-    if in_ci() and not os.environ.get("PYTEST_XDIST_WORKER"):
-        _BEFORE = _evoround_containers()
+    # the xdist controller (or a serial run) sees the whole run; a worker only its share
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if in_ci() and not worker and (found := _evoround_containers()) is not None:
+        session.stash[_BEFORE] = found
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """In CI the whole run must leave no container behind, not only each test that checks:
     a test that forgets to close its provider leaks the spare it prestarted."""
-    if _BEFORE is None or os.environ.get("PYTEST_XDIST_WORKER"):
+    if (before := session.stash.get(_BEFORE, None)) is None:
         return
     deadline = time.monotonic() + 30  # removals a provider started in the background
-    while (left := (_evoround_containers() or set()) - _BEFORE) and time.monotonic() < deadline:
+    while (left := (_evoround_containers() or set()) - before) and time.monotonic() < deadline:
         time.sleep(1)
     if left:
         print(f"\nthe test run left {len(left)} evoround container(s): {sorted(left)[:10]}")
