@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from evoround.sandboxes import ExecResult, LocalProvider, LocalSandbox
-from evoround.sandboxes._isolation import unshare_argv
-from evoround.sandboxes._local import local_run
+from evoround.sandboxes.local._isolation import unshare_argv
+from evoround.sandboxes.local._sandbox import local_run
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import load_task
 

@@ -1,13 +1,13 @@
 """Where an attempt runs: the ``Sandbox`` protocol and its backends.
 
-``local`` (a directory, for trusted agents) is here; ``docker`` is the sub-room
+The contract both backends pass lives in the sub-room ``evoround.sandboxes.common``;
+``local`` (a directory, for trusted agents) is ``evoround.sandboxes.local``; ``docker`` is
 ``evoround.sandboxes.docker``, imported on demand by :func:`make_provider`. Sandboxes know
 nothing of agents, reports or the job that uses them.
 """
 
-from evoround.sandboxes._isolation import choose_isolation
-from evoround.sandboxes._local import LocalProvider, LocalSandbox
-from evoround.sandboxes._protocol import (
+from evoround.sandboxes._providers import docker_reachable, make_provider
+from evoround.sandboxes.common import (
     READ_LIMIT,
     ExecResult,
     Sandbox,
@@ -17,7 +17,7 @@ from evoround.sandboxes._protocol import (
     UnsafeFile,
     VerifierPython,
 )
-from evoround.sandboxes._providers import docker_reachable, make_provider
+from evoround.sandboxes.local import LocalProvider, LocalSandbox, choose_isolation
 
 __all__ = [
     "READ_LIMIT",

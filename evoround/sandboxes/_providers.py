@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evoround.sandboxes._local import LocalProvider
-from evoround.sandboxes._protocol import SandboxProvider
+from evoround.sandboxes.common import SandboxProvider
+from evoround.sandboxes.local import LocalProvider
 from evoround.snapshots import SnapshotStore
 
 BACKENDS = ("local", "docker")
@@ -48,7 +48,10 @@ def make_provider(
         from evoround.sandboxes.docker import DockerProvider  # needs the docker SDK/engine
 
         return DockerProvider(
-            store, job=job, keep_snapshots=keep_snapshots, agent_mounts=agent_mounts,
+            store,
+            job=job,
+            keep_snapshots=keep_snapshots,
+            agent_mounts=agent_mounts,
             base_image_map=base_image_map,
-        )  # fmt: skip
+        )
     raise ValueError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")

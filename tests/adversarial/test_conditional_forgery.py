@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evoround.results import Mode, RoundStatus
-from evoround.sandboxes._isolation import bwrap_available
+from evoround.sandboxes.local._isolation import bwrap_available
 from evoround.tasks import load_task
 from tests.adversarial.conditional import (
     ALWAYS_EQUAL_SUITES,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evoround.results import Mode, RoundStatus
-from evoround.sandboxes._isolation import bwrap_available
+from evoround.sandboxes.local._isolation import bwrap_available
 from evoround.tasks import load_task
 from tests.adversarial.conditional import scaffold
 from tests.adversarial.leaks import job_containers

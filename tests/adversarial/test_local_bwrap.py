@@ -21,7 +21,7 @@ import pytest
 from evoround.reports import job_json
 from evoround.results import Mode
 from evoround.sandboxes import LocalProvider
-from evoround.sandboxes._isolation import SYSTEM_DIRS, bwrap_available, docker_sockets
+from evoround.sandboxes.local._isolation import SYSTEM_DIRS, bwrap_available, docker_sockets
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import load_task
 from tests.adversarial.attacks import STUB

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evoround.sandboxes import LocalProvider, UnsafeFile
-from evoround.sandboxes._isolation import bwrap_available
+from evoround.sandboxes.local._isolation import bwrap_available
 from evoround.snapshots import SnapshotStore, WorkspaceRejected
 from evoround.tasks import load_task
 from tests.helpers import COUNTER

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from evoround.sandboxes import LocalProvider
-from evoround.sandboxes._isolation import bwrap_available, namespaces_available
+from evoround.sandboxes.local._isolation import bwrap_available, namespaces_available
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import load_task
 from tests.helpers import COUNTER
@@ -156,7 +156,7 @@ def test_a_filter_that_cannot_go_on_is_the_harness_error(tmp_path: Path, mechani
 def test_the_filter_program_is_the_same_for_both(tmp_path: Path) -> None:
     """One program, two ways in: what the unshare launcher installs is what bubblewrap
     reads (a change to the filter cannot miss one of them)."""
-    from evoround.sandboxes._seccomp import filter_fd, keyring_filter, launcher_argv
+    from evoround.sandboxes.local._seccomp import filter_fd, keyring_filter, launcher_argv
 
     fd = filter_fd()
     try:

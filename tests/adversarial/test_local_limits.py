@@ -12,7 +12,7 @@ import pytest
 
 from evoround.results import Mode, RoundStatus
 from evoround.sandboxes import LocalProvider, SandboxError
-from evoround.sandboxes._cgroup import PREFIX, cgroups_available
+from evoround.sandboxes.local._cgroup import PREFIX, cgroups_available
 from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import load_task
 from tests.adversarial.leaks import processes_with

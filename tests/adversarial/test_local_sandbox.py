@@ -13,7 +13,7 @@ import yaml
 
 from evoround.results import Mode, RoundStatus
 from evoround.sandboxes import LocalProvider
-from evoround.sandboxes._local import namespaces_available
+from evoround.sandboxes.local._isolation import namespaces_available
 from evoround.scaffolds import ScriptedScaffold, load_script
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import load_task

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from evoround.sandboxes._isolation import bwrap_available
+from evoround.sandboxes.local._isolation import bwrap_available
 from tests.adversarial.redteam import ATTACKS
 
 RSS_LIMIT_MB = 300

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from evoround.results import Mode, RoundStatus
-from evoround.sandboxes._isolation import bwrap_available
+from evoround.sandboxes.local._isolation import bwrap_available
 from evoround.scaffolds import OracleScaffold, ScriptedScaffold, load_script
 from evoround.tasks import load_task
 from evoround.tasks.importers import import_tasks

@@ -76,7 +76,7 @@ def test_import_contracts_hold() -> None:
     [
         ("reports/_text.py", "from evoround.sandboxes import Sandbox"),
         ("tasks/_model.py", "import evoround.engine"),
-        ("sandboxes/_local.py", "from evoround.scaffolds import Scaffold"),
+        ("sandboxes/local/_sandbox.py", "from evoround.scaffolds import Scaffold"),
         ("results/_records.py", "from evoround.engine import run_job"),
     ],
 )

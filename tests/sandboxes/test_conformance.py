@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evoround.sandboxes import LocalProvider, Sandbox, SandboxError, SandboxProvider, UnsafeFile
-from evoround.sandboxes._isolation import namespaces_available
+from evoround.sandboxes.local._isolation import namespaces_available
 from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task, load_task
 from tests.conftest import write_task

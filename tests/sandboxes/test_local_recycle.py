@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from evoround.sandboxes import LocalProvider
-from evoround.sandboxes import _local as local_mod
-from evoround.sandboxes._isolation import bwrap_available
+from evoround.sandboxes.local import _provider as local_mod
+from evoround.sandboxes.local._isolation import bwrap_available
 from evoround.snapshots import SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task, load_task
 
@@ -145,7 +145,7 @@ def test_repair_holds_no_list_of_what_the_sandbox_added(tmp_path: Path) -> None:
     lists them, so its memory does not grow with their number."""
     import tracemalloc
 
-    from evoround.sandboxes._folder import WrittenFolder
+    from evoround.sandboxes.common._folder import WrittenFolder
 
     src = tmp_path / "src"
     (src / "keep").mkdir(parents=True)

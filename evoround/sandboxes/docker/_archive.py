@@ -72,14 +72,14 @@ def stream_chunks(f: Any) -> Iterator[bytes]:
         yield piece
 
 
-def _tar_of_file(path: str, data: bytes, mode: int = 0o644) -> bytes:
+def tar_of_file(path: str, data: bytes, mode: int = 0o644) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8") as tf:
         tf.addfile(_tarinfo(path.strip("/"), size=len(data), mode=mode), io.BytesIO(data))
     return buf.getvalue()
 
 
-def _extract_workspace(
+def extract_workspace(
     stream: Any, dest: Path, *, max_files: int | None = None, max_bytes: int | None = None
 ) -> None:
     """Unpack a ``get_archive`` tar of the workspace into ``dest`` (top directory stripped).
@@ -89,7 +89,7 @@ def _extract_workspace(
     outside ``dest``. Over ``max_files`` members or ``max_bytes`` of content the stream is
     abandoned at once (:class:`WorkspaceRejected`), before the rest is transferred.
     """
-    fileobj = _IterReader(stream)
+    fileobj = IterReader(stream)
     count = total = 0
     with tarfile.open(fileobj=fileobj, mode="r|", encoding="utf-8") as tf:
         for member in tf:
@@ -125,7 +125,7 @@ def _extract_workspace(
                 tf.extract(member, dest)
 
 
-class _IterReader(io.RawIOBase):
+class IterReader(io.RawIOBase):
     """A file object over an iterator of byte chunks (``get_archive`` streams)."""
 
     def __init__(self, chunks: Any) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from evoround.sandboxes.docker._config import LABEL, LABEL_JOB, _safe_name
+from evoround.sandboxes.docker._config import LABEL, LABEL_JOB, safe_name
 from evoround.sandboxes.docker._images import (
     ROLE_LABEL,
 )
@@ -43,7 +43,7 @@ def cleanup_docker(
     report = CleanupReport()
     filters: dict[str, Any] = {"label": [f"{LABEL}=1"]}
     if job:
-        filters["label"].append(f"{LABEL_JOB}={_safe_name(job)}")
+        filters["label"].append(f"{LABEL_JOB}={safe_name(job)}")
     for c in client.api.containers(all=True, filters=filters):
         name = (c.get("Names") or [c["Id"][:12]])[0].lstrip("/")
         report.containers.append(name)
@@ -59,7 +59,7 @@ def cleanup_docker(
         img
         for img in snapshots
         if (include_cache or (img.get("Labels") or {}).get("evoround.kind") != "reference")
-        and (not job or (img.get("Labels") or {}).get(LABEL_JOB) == _safe_name(job))
+        and (not job or (img.get("Labels") or {}).get(LABEL_JOB) == safe_name(job))
     ]
     if include_cache and not job:
         doomed += _labelled_images(client, "env")

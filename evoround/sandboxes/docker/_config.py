@@ -26,11 +26,11 @@ class SnapshotMode(StrEnum):
     """``docker commit`` of the whole container."""
 
 
-def _safe_name(text: str) -> str:
+def safe_name(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_.-]+", "-", text).strip("-.")[:80] or "x"
 
 
-def _is_ip(host: str) -> bool:
+def is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -38,7 +38,7 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-def _is_image_locator(locator: str) -> bool:
+def is_image_locator(locator: str) -> bool:
     return locator.startswith("sha256:")
 
 

@@ -8,7 +8,7 @@ import socket
 import struct
 import time
 
-from evoround.sandboxes._capture import CappedOutput
+from evoround.sandboxes.common import CappedOutput
 
 KILL_GRACE_SEC = 5
 """``timeout -k``: seconds between SIGTERM and SIGKILL of a timed-out command."""
@@ -49,7 +49,7 @@ OOM_PROBE = (
 )
 
 
-def _read_frames(sock: socket.socket, deadline: float | None) -> tuple[CappedOutput, CappedOutput]:
+def read_frames(sock: socket.socket, deadline: float | None) -> tuple[CappedOutput, CappedOutput]:
     """Demultiplex a hijacked non-TTY exec stream until EOF, or raise TimeoutError.
 
     Each stream goes to a capped sink: whatever a command prints, memory stays bounded."""

@@ -45,9 +45,8 @@ from pathlib import Path
 
 import docker.errors
 
-from evoround.sandboxes._folder import WrittenFolder
-from evoround.sandboxes._local import OWNER_FILE, sweep_orphans
-from evoround.sandboxes.docker._archive import _extract_workspace
+from evoround.sandboxes.common import OWNER_FILE, WrittenFolder, sweep_orphans
+from evoround.sandboxes.docker._archive import extract_workspace
 from evoround.snapshots import Snapshot, SnapshotStore
 
 SUBDIR = "docker-workspaces"
@@ -104,7 +103,7 @@ def image_workspace(
             top = tarfile.TarInfo.frombuf(head[:512], "utf-8", "surrogateescape")
             if top.isdir():
                 owner = (top.uid, top.gid, top.mode & 0o777)
-        _extract_workspace(itertools.chain([head], chunks), tmp)
+        extract_workspace(itertools.chain([head], chunks), tmp)
         manifest = store.capture_dir(tmp, mode_mask=MODE_MASK)[0] if any(tmp.iterdir()) else ""
         return manifest, owner
     finally:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import docker
 import docker.errors
 
-from evoround.sandboxes._protocol import SandboxError
+from evoround.sandboxes.common import SandboxError
 from evoround.sandboxes.docker._config import LABEL
 
 PRISTINE = "/evoround/pristine"

@@ -21,7 +21,7 @@ import docker
 import docker.errors
 from docker.types import Mount
 
-from evoround.sandboxes._protocol import (
+from evoround.sandboxes.common import (
     Sandbox,
     SandboxError,
     SandboxProvider,
@@ -37,8 +37,8 @@ from evoround.sandboxes.docker._config import (
     LABEL_TASK,
     SCRATCH,
     SnapshotMode,
-    _is_image_locator,
-    _safe_name,
+    is_image_locator,
+    safe_name,
 )
 from evoround.sandboxes.docker._hostws import (
     HostFolder,
@@ -116,7 +116,7 @@ class DockerProvider(SandboxProvider):
         self.agent_mounts = dict(agent_mounts or {})
         """Host folder -> container path, bind-mounted read-only into every container: an
         agent's own files (the 370 MB ``claude`` binary) without a copy per container."""
-        self.job = _safe_name(job or f"adhoc-{os.getpid()}")
+        self.job = safe_name(job or f"adhoc-{os.getpid()}")
         self.keep_snapshots = keep_snapshots
         self.base_image = base_image or default_base_image()
         mode = snapshot_mode or settings().docker_snapshot or "workspace"
@@ -209,7 +209,7 @@ class DockerProvider(SandboxProvider):
         """Whether a snapshot's content still exists (images may have been cleaned up)."""
         if snapshot.backend != BACKEND:
             return False
-        if _is_image_locator(snapshot.locator):
+        if is_image_locator(snapshot.locator):
             return image_id(self.client, snapshot.locator) is not None
         try:
             self.store.manifest(snapshot.locator)
@@ -274,7 +274,7 @@ class DockerProvider(SandboxProvider):
             LABEL_TASK: task.name,
             LABEL_ATTEMPT: attempt,
         }
-        cname = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
+        cname = f"evoround-{self.job}-{safe_name(name)}-{uuid.uuid4().hex[:6]}"
         api = self.client.api
         if folder is not None:
             self._facts.adopt_owner(image, task.config.environment.workdir, folder.ws)
@@ -305,9 +305,15 @@ class DockerProvider(SandboxProvider):
     def _pool_key(self, task: Task, image: str) -> tuple[Any, ...]:
         env = task.config.environment
         return (
-            image, task.name, env.workdir, env.cpus, env.memory_mb, env.pids, env.network,
+            image,
+            task.name,
+            env.workdir,
+            env.cpus,
+            env.memory_mb,
+            env.pids,
+            env.network,
             tuple(sorted(env.env.items())),
-        )  # fmt: skip
+        )
 
     def _refill(self, key: tuple[Any, ...], task: Task, image: str, holds: str | None) -> None:
         """Prepare a spare in the background: started, and (host folders) holding manifest
@@ -357,16 +363,21 @@ class DockerProvider(SandboxProvider):
             self._pending.discard(fut)
 
     def _acquire(
-        self, task: Task, image: str, name: str,
-        want: str | None = None, parent: str | None = None, size: int = 0,
-    ) -> Spare:  # fmt: skip
+        self,
+        task: Task,
+        image: str,
+        name: str,
+        want: str | None = None,
+        parent: str | None = None,
+        size: int = 0,
+    ) -> Spare:
         """A started container of ``image``: a prestarted spare when one is ready (with host
         folders, preferably one already holding ``want`` or its ``parent``)."""
         key = self._pool_key(task, image)
         wait = RECYCLE_WAIT_SEC if size >= RECYCLE_WAIT_BYTES else 0.0
         spare = self._pool.take(key, want, parent, wait=wait)
         if spare is not None:  # its sandbox's name, for `docker ps`: off the clone's path
-            new_name = f"evoround-{self.job}-{_safe_name(name)}-{uuid.uuid4().hex[:6]}"
+            new_name = f"evoround-{self.job}-{safe_name(name)}-{uuid.uuid4().hex[:6]}"
             self._submit(partial(self._rename, spare.container_id, new_name), removal=True)
         else:
             folder = HostFolder(self._ws_root, self.job) if self._ws_root else None
@@ -414,7 +425,7 @@ class DockerProvider(SandboxProvider):
             raise SandboxError(f"snapshot {snapshot.id} is a {snapshot.backend} snapshot")
         img = self.task_image(task)
         folder: HostFolder | None = None
-        if snapshot is not None and _is_image_locator(snapshot.locator):
+        if snapshot is not None and is_image_locator(snapshot.locator):
             if image_id(self.client, snapshot.locator) is None:
                 raise SandboxError(
                     f"snapshot {snapshot.id}: image {snapshot.locator[:19]} is gone "
@@ -439,7 +450,7 @@ class DockerProvider(SandboxProvider):
             elif snapshot is None:
                 if task.workspace_dir.is_dir():
                     sb.copy_in(str(task.workspace_dir), sb.workdir)
-            elif not _is_image_locator(snapshot.locator):
+            elif not is_image_locator(snapshot.locator):
                 self._restore_workspace(sb, snapshot)
         except BaseException:
             sb.close()

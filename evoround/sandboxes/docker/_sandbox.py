@@ -63,7 +63,7 @@ import docker
 import docker.errors
 
 from evoround.deadline import DeadlineExceeded
-from evoround.sandboxes._protocol import (
+from evoround.sandboxes.common import (
     READ_LIMIT,
     ExecResult,
     Sandbox,
@@ -73,11 +73,11 @@ from evoround.sandboxes._protocol import (
     VerifierPython,
 )
 from evoround.sandboxes.docker._archive import (
-    _extract_workspace,
-    _IterReader,
-    _tar_of_file,
+    IterReader,
+    extract_workspace,
     stream_chunks,
     tar_of_dir,
+    tar_of_file,
 )
 from evoround.sandboxes.docker._config import (
     BACKEND,
@@ -88,8 +88,8 @@ from evoround.sandboxes.docker._config import (
     SCRATCH,
     SNAPSHOT_REPOSITORY,
     SnapshotMode,
-    _is_ip,
-    _safe_name,
+    is_ip,
+    safe_name,
 )
 from evoround.sandboxes.docker._exec import (
     EXEC_WRAPPER,
@@ -97,7 +97,7 @@ from evoround.sandboxes.docker._exec import (
     KILL_GRACE_SEC,
     OOM_PROBE,
     PRISTINE_WRAPPER,
-    _read_frames,
+    read_frames,
 )
 from evoround.sandboxes.docker._hostws import MODE_MASK, HostFolder
 from evoround.sandboxes.docker._images import (
@@ -261,7 +261,7 @@ class DockerSandbox(Sandbox):
                 writer = threading.Thread(target=feed, daemon=True)
                 writer.start()
             try:
-                out_sink, err_sink = _read_frames(sock, host_deadline)
+                out_sink, err_sink = read_frames(sock, host_deadline)
             except TimeoutError:
                 raise self._unavailable(
                     "exec did not return after its in-container timeout; the daemon or "
@@ -313,9 +313,16 @@ class DockerSandbox(Sandbox):
         else:
             pp = self.pristine
             wrapped = [
-                *pp.run(pp.sh), "-c", PRISTINE_WRAPPER, "evoround-exec", str(KILL_GRACE_SEC),
-                duration, pp.loader, pp.library_path, pp.timeout,
-            ]  # fmt: skip
+                *pp.run(pp.sh),
+                "-c",
+                PRISTINE_WRAPPER,
+                "evoround-exec",
+                str(KILL_GRACE_SEC),
+                duration,
+                pp.loader,
+                pp.library_path,
+                pp.timeout,
+            ]
         wrapped += argv
         start = time.monotonic()
         host_deadline = (
@@ -361,7 +368,7 @@ class DockerSandbox(Sandbox):
             return super().verifier_python()
         pp = self.pristine
         # The loader reads /etc/ld.so.preload whoever runs it: empty it in this clone first.
-        self._put(_tar_of_file("/etc/ld.so.preload", b""), "neutralise /etc/ld.so.preload")
+        self._put(tar_of_file("/etc/ld.so.preload", b""), "neutralise /etc/ld.so.preload")
         return VerifierPython((*pp.run(pp.python), "-I", "-S"), pp.path_first, pp.path_last)
 
     # -- files --
@@ -399,7 +406,7 @@ class DockerSandbox(Sandbox):
             if size > limit:
                 _discard(stream)
                 raise UnsafeFile(f"{target}: {size} bytes, over the {limit}-byte limit")
-            with tarfile.open(fileobj=_IterReader(stream), mode="r|") as tf:
+            with tarfile.open(fileobj=IterReader(stream), mode="r|") as tf:
                 for member in tf:
                     if not member.isreg():
                         raise UnsafeFile(f"{target}: not a regular file")
@@ -416,7 +423,7 @@ class DockerSandbox(Sandbox):
         self._check_open()
         target = self._resolve(path)
         payload = data.encode() if isinstance(data, str) else data
-        self._put(_tar_of_file(target, payload), f"write {target}")
+        self._put(tar_of_file(target, payload), f"write {target}")
 
     def copy_in(self, src_dir: str, dest: str) -> None:
         self._check_open()
@@ -458,7 +465,7 @@ class DockerSandbox(Sandbox):
                 "snapshot", lambda: self._api.get_archive(self.container_id, self.workdir)
             )
             try:
-                _extract_workspace(
+                extract_workspace(
                     stream,
                     tmp,
                     max_files=env.max_workspace_files,
@@ -534,7 +541,7 @@ class DockerSandbox(Sandbox):
             "evoround.parent": label.parent or "",
         }
         tag = (
-            f"{_safe_name(label.task)}-{label.kind.value}-r{label.round:02d}-{uuid.uuid4().hex[:8]}"
+            f"{safe_name(label.task)}-{label.kind.value}-r{label.round:02d}-{uuid.uuid4().hex[:8]}"
         )
         res = self._api_call(
             "docker commit",
@@ -580,7 +587,7 @@ class DockerSandbox(Sandbox):
         relay = EndpointRelay(pid=pid, port=port, target=(host, port)).start()
         with self._lock:
             self._relays.append(relay)
-        if host != "localhost" and not _is_ip(host):
+        if host != "localhost" and not is_ip(host):
             self.exec(["sh", "-c", f'echo "127.0.0.1 {host}" >> /etc/hosts'], timeout=30)
         return url
 

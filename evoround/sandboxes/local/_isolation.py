@@ -33,7 +33,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from evoround.sandboxes._protocol import SandboxError
+from evoround.sandboxes.common import SandboxError
 
 MECHANISMS = ("bwrap", "unshare", "none")
 
@@ -89,10 +89,19 @@ def namespaces_available() -> bool:
     """Whether ``unshare`` can give a command its own pid + mount namespace here."""
     return _probe(
         "unshare",
-        ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc",
-         "--", "sh", "-c", "mount -t tmpfs x /mnt 2>/dev/null || "
-         "mount -t tmpfs x /tmp; test -r /proc/1/status"],
-    )  # fmt: skip
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount",
+            "--mount-proc",
+            "--",
+            "sh",
+            "-c",
+            "mount -t tmpfs x /mnt 2>/dev/null || mount -t tmpfs x /tmp; test -r /proc/1/status",
+        ],
+    )
 
 
 def bwrap_available() -> bool:
@@ -101,10 +110,26 @@ def bwrap_available() -> bool:
         return False
     return _probe(
         "bwrap",
-        ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/",
-         "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "sh", "-c",
-         "test -r /proc/1/status"],
-    )  # fmt: skip
+        [
+            "bwrap",
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-net",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--",
+            "sh",
+            "-c",
+            "test -r /proc/1/status",
+        ],
+    )
 
 
 def choose_isolation(requested: str) -> str:
@@ -130,8 +155,9 @@ def choose_isolation(requested: str) -> str:
             "EVOROUND_LOCAL_ISOLATION=unshare: cannot create pid + mount namespaces here"
         )
     if requested not in MECHANISMS:
-        raise SandboxError(f"EVOROUND_LOCAL_ISOLATION={requested!r}: choose auto, bwrap, "
-                           "unshare or none")  # fmt: skip
+        raise SandboxError(
+            f"EVOROUND_LOCAL_ISOLATION={requested!r}: choose auto, bwrap, unshare or none"
+        )
     return requested
 
 
@@ -157,9 +183,23 @@ reading image layers (a reference state may be one)."""
 OWN_MOUNTS = ("/proc", "/dev", "/tmp", "/sys")
 """Top-level folders bubblewrap provides itself (``/sys`` read-only, as it is)."""
 SYSTEM_DIRS = frozenset(
-    {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "opt", "var", "run",
-     "nix", "snap", "gnu"}
-)  # fmt: skip
+    {
+        "bin",
+        "sbin",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "usr",
+        "etc",
+        "opt",
+        "var",
+        "run",
+        "nix",
+        "snap",
+        "gnu",
+    }
+)
 """Top-level folders a bubblewrap view shows. The others hold people's files and, often,
 other copies of the very tasks being run (a benchmark's checkout, a test suite's fixtures,
 the task folder a job copied from): hiding only the task folder the job was given would
@@ -332,5 +372,16 @@ def unshare_argv(
     ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
     if not network:
         ns.append("--net")
-    return [*ns, "--", *launcher, "sh", "-c", NS_SCRIPT, "evoround-ns", str(root),
-            *[str(p) for p in hidden], "--", *argv]  # fmt: skip
+    return [
+        *ns,
+        "--",
+        *launcher,
+        "sh",
+        "-c",
+        NS_SCRIPT,
+        "evoround-ns",
+        str(root),
+        *[str(p) for p in hidden],
+        "--",
+        *argv,
+    ]

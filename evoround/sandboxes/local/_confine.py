@@ -25,7 +25,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from evoround.sandboxes._protocol import UnsafeFile
+from evoround.sandboxes.common import UnsafeFile
 
 
 def _inside(p: Path, root: Path) -> bool:
