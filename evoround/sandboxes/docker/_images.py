@@ -372,16 +372,15 @@ def bootstrap_base_image(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
             )
-            assert tar.stdout is not None
+            out, err = tar.stdout, tar.stderr
+            assert out is not None and err is not None  # both asked for as pipes
             try:
-                new_id = _import_tar(
-                    client, iter(lambda: tar.stdout.read(1 << 20), b""), tag, suite
-                )
+                new_id = _import_tar(client, iter(lambda: out.read(1 << 20), b""), tag, suite)
             finally:
-                tar.stdout.close()
+                out.close()
                 tar.wait()
             if tar.returncode != 0:
-                raise ImageError(f"tar of the rootfs failed: {tar.stderr.read()!r}")  # type: ignore[union-attr]
+                raise ImageError(f"tar of the rootfs failed: {err.read()!r}")
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return BootstrapResult(tag, new_id, True, time.monotonic() - start)

@@ -495,7 +495,7 @@ class DockerProvider(SandboxProvider):
                 if "already in progress" not in str(e):
                     raise
 
-    def _release(self, sb: DockerSandbox) -> None:
+    def release_sandbox(self, sb: DockerSandbox) -> None:
         """Remove a closed sandbox's container, in the background when possible."""
 
         key = self._pool_key(sb.task, sb.image.image_id)
@@ -546,7 +546,7 @@ class DockerProvider(SandboxProvider):
             for s in self._pool.drain():
                 self._remove_spare(s)
 
-    def _track_image(self, image: str, kind: SnapshotKind) -> None:
+    def track_image(self, image: str, kind: SnapshotKind) -> None:
         if kind is not SnapshotKind.reference:
             with self._lock:
                 self._created_images.append(image)

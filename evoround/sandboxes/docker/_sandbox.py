@@ -56,7 +56,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import docker
@@ -106,7 +106,13 @@ from evoround.sandboxes.docker._images import (
 )
 from evoround.sandboxes.docker._pristine import PristinePython
 from evoround.sandboxes.docker._relay import EndpointRelay
-from evoround.snapshots import Snapshot, SnapshotLabel, WorkspaceRejected
+from evoround.snapshots import (
+    Snapshot,
+    SnapshotKind,
+    SnapshotLabel,
+    SnapshotStore,
+    WorkspaceRejected,
+)
 from evoround.tasks import Task
 
 _IRREGULAR = (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (1 << 19)
@@ -144,12 +150,30 @@ true
 """Run by :meth:`DockerSandbox.stop_strays` (plain sh: the image may have nothing else)."""
 
 
+class ContainerOwner(Protocol):
+    """What a container needs of the provider that made it (:class:`DockerProvider`, which
+    imports this module: a protocol here keeps the import one-way)."""
+
+    store: SnapshotStore
+    job: str
+    snapshot_mode: SnapshotMode
+
+    @property
+    def client(self) -> docker.DockerClient: ...
+
+    def track_image(self, image: str, kind: SnapshotKind) -> None:
+        """Remember a snapshot image this run made (removed at close unless kept)."""
+
+    def release_sandbox(self, sb: DockerSandbox) -> None:
+        """Remove a closed sandbox's container."""
+
+
 class DockerSandbox(Sandbox):
     """One running container. Created by :meth:`DockerProvider.create`."""
 
     def __init__(
         self,
-        provider: DockerProvider,  # noqa: F821 - _provider imports this module
+        provider: ContainerOwner,
         container_id: str,
         name: str,
         task: Task,
@@ -562,7 +586,7 @@ class DockerSandbox(Sandbox):
             image,
             size_bytes=max(0, int(info.get("Size", 0)) - parent_size),
         )
-        self._provider._track_image(image, label.kind)
+        self._provider.track_image(image, label.kind)
         return snap
 
     # -- network --
@@ -604,4 +628,4 @@ class DockerSandbox(Sandbox):
                 return
             self._closed = True
         self._close_relays()
-        self._provider._release(self)
+        self._provider.release_sandbox(self)

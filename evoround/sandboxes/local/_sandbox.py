@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from evoround.sandboxes.common import (
     READ_LIMIT,
@@ -92,6 +92,15 @@ def _pump(stream: Any, sink: CappedOutput) -> None:
             sink.feed(chunk)
 
 
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    """Write a command's stdin on its own thread (a command that never reads it must not
+    block the engine), then close it so the command sees the end."""
+    with contextlib.suppress(OSError, ValueError):
+        pipe.write(data)
+    with contextlib.suppress(OSError, ValueError):
+        pipe.close()
+
+
 def local_run(
     cmd: str | list[str],
     *,
@@ -128,14 +137,7 @@ def local_run(
     for t in readers:
         t.start()
     if data is not None and proc.stdin is not None:
-
-        def feed() -> None:
-            with contextlib.suppress(OSError, ValueError):
-                proc.stdin.write(data)  # type: ignore[union-attr]
-            with contextlib.suppress(OSError, ValueError):
-                proc.stdin.close()  # type: ignore[union-attr]
-
-        threading.Thread(target=feed, daemon=True).start()
+        threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True).start()
     timed_out = False
     try:
         proc.wait(timeout=timeout)
@@ -153,8 +155,9 @@ def local_run(
         for t in readers:
             t.join(timeout=2)
         for f in (proc.stdout, proc.stderr):
-            with contextlib.suppress(OSError):
-                f.close()  # type: ignore[union-attr]
+            if f is not None:  # both are pipes: never None
+                with contextlib.suppress(OSError):
+                    f.close()
     return ExecResult(
         exit_code=124 if timed_out else proc.returncode,
         stdout=out.value().decode(errors="replace"),
