@@ -83,42 +83,11 @@ class WrittenFolder:
         (only the stamps, bounded by the snapshot, are held)."""
         if not self.written:
             return False
-        stale: set[str] = set()
-        kept: set[str] = set()
-        todo = [""]
-        while todo:
-            top = todo.pop()
-            where = os.path.join(self.ws, top)
-            again, passes = True, 0
-            while again and passes < 3:  # entries removed while listing: list it again
-                again, passes = False, passes + 1
-                try:
-                    listing = os.scandir(where)
-                except OSError:
-                    break
-                with listing:
-                    for entry in listing:
-                        rel = f"{top}/{entry.name}" if top else entry.name
-                        if rel in kept:
-                            continue
-                        was = self._stamp.get(rel)
-                        st = _lstat(Path(entry.path))
-                        if was is not None and st is not None and _is_dir(st) and _is_dir(was):
-                            # a directory's times change with its entries (checked one by
-                            # one); what else it carries is put back: mode, times, attributes
-                            _reset_dir(Path(entry.path), was)
-                            kept.add(rel)
-                            todo.append(rel)
-                        elif was is not None and st == was:
-                            kept.add(rel)
-                        else:
-                            _purge(entry.path)
-                            again = True
-                            if was is not None:
-                                stale.add(rel)
+        sweep = _Sweep(self.ws, self._stamp)
+        sweep.run()
         _reset_dir(self.ws, None)  # the folder itself is in no stamp
-        stale |= set(self._stamp) - kept
-        del kept
+        stale = sweep.stale | (set(self._stamp) - sweep.kept)
+        del sweep
         for rel in stale:
             self._stamp.pop(rel, None)
         touched = store.materialize(
@@ -136,6 +105,59 @@ class WrittenFolder:
             else:
                 os.unlink(child.path)
         self.holds = ""
+
+
+class _Sweep:
+    """One pass of :meth:`WrittenFolder.repair` over the folder: an entry whose ``lstat``
+    is what the host left is kept (a kept directory is reset and walked into); any other
+    is purged, and remembered as stale when the host had written it."""
+
+    def __init__(self, ws: Path, stamp: dict[str, Stat]) -> None:
+        self.ws = ws
+        self.stamp = stamp
+        self.kept: set[str] = set()
+        self.stale: set[str] = set()
+        self.todo = [""]
+
+    def run(self) -> None:
+        while self.todo:
+            top = self.todo.pop()
+            again, passes = True, 0
+            while again and passes < 3:  # entries removed while listing: list it again
+                again, passes = self.list_once(top), passes + 1
+
+    def list_once(self, top: str) -> bool:
+        """Check every entry of folder ``top`` once; True when one was removed."""
+        again = False
+        try:
+            listing = os.scandir(os.path.join(self.ws, top))
+        except OSError:
+            return False
+        with listing:
+            for entry in listing:
+                rel = f"{top}/{entry.name}" if top else entry.name
+                if rel not in self.kept and not self.keep(rel, Path(entry.path)):
+                    _purge(entry.path)
+                    again = True
+                    if rel in self.stamp:
+                        self.stale.add(rel)
+        return again
+
+    def keep(self, rel: str, path: Path) -> bool:
+        """Whether the entry is as the host left it (a directory: walked into later)."""
+        was = self.stamp.get(rel)
+        st = _lstat(path)
+        if was is not None and st is not None and _is_dir(st) and _is_dir(was):
+            # a directory's times change with its entries (checked one by one); what
+            # else it carries is put back: mode, times, attributes
+            _reset_dir(path, was)
+            self.kept.add(rel)
+            self.todo.append(rel)
+            return True
+        if was is not None and st == was:
+            self.kept.add(rel)
+            return True
+        return False
 
 
 def _walk(root: Path) -> set[str]:

@@ -96,33 +96,51 @@ def extract_workspace(
             check_deadline("the snapshot")  # the caller discards the rest of the stream
             count += 1
             total += member.size if member.isfile() else 0
-            if max_files is not None and count > max_files + 1:
-                raise WorkspaceRejected(
-                    f"the workspace has more than {max_files} files (the task's "
-                    "max_workspace_files)"
-                )
-            if max_bytes is not None and total > max_bytes:
-                raise WorkspaceRejected(
-                    f"the workspace holds more than {max_bytes >> 20} MiB (at "
-                    f"{member.name.split('/', 1)[-1]}; the task's max_workspace_mb)"
-                )
-            parts = member.name.split("/", 1)
-            if len(parts) < 2 or not parts[1]:
-                continue  # the workspace directory itself
-            if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-                continue
-            member.name = parts[1]
-            if member.islnk():  # hard links name their target with the same top directory
-                member.linkname = member.linkname.split("/", 1)[-1]
-            if len(os.fsencode(member.name)) + len(os.fsencode(str(dest))) >= 4096:
-                raise WorkspaceRejected(f"{member.name[:200]}...: path too long to capture")
-            if hasattr(tarfile, "tar_filter"):
-                tf.extract(member, dest, filter="tar")
-            else:  # Python < 3.11.4: no extraction filters
-                target = (dest / member.name).resolve()
-                if not str(target).startswith(str(dest.resolve())):
-                    continue
-                tf.extract(member, dest)
+            _within_limits(member, count, total, max_files, max_bytes)
+            if _below_top(member, dest):
+                _extract_safely(tf, member, dest)
+
+
+def _within_limits(
+    member: tarfile.TarInfo, count: int, total: int, max_files: int | None, max_bytes: int | None
+) -> None:
+    """Refuse the workspace as soon as it is over the task's limits (counted so far; the
+    top directory is one member more than the files)."""
+    if max_files is not None and count > max_files + 1:
+        raise WorkspaceRejected(
+            f"the workspace has more than {max_files} files (the task's max_workspace_files)"
+        )
+    if max_bytes is not None and total > max_bytes:
+        raise WorkspaceRejected(
+            f"the workspace holds more than {max_bytes >> 20} MiB (at "
+            f"{member.name.split('/', 1)[-1]}; the task's max_workspace_mb)"
+        )
+
+
+def _below_top(member: tarfile.TarInfo, dest: Path) -> bool:
+    """Rename ``member`` below the archive's top directory; False for what is not kept
+    (the top directory itself, and any kind of entry a snapshot does not capture)."""
+    parts = member.name.split("/", 1)
+    if len(parts) < 2 or not parts[1]:
+        return False  # the workspace directory itself
+    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        return False
+    member.name = parts[1]
+    if member.islnk():  # hard links name their target with the same top directory
+        member.linkname = member.linkname.split("/", 1)[-1]
+    if len(os.fsencode(member.name)) + len(os.fsencode(str(dest))) >= 4096:
+        raise WorkspaceRejected(f"{member.name[:200]}...: path too long to capture")
+    return True
+
+
+def _extract_safely(tf: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
+    """Extract one member with the ``tar`` filter (nothing outside ``dest``)."""
+    if hasattr(tarfile, "tar_filter"):
+        tf.extract(member, dest, filter="tar")
+    else:  # Python < 3.11.4: no extraction filters
+        target = (dest / member.name).resolve()
+        if str(target).startswith(str(dest.resolve())):
+            tf.extract(member, dest)
 
 
 class IterReader(io.RawIOBase):

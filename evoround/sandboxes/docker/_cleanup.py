@@ -41,6 +41,15 @@ def cleanup_docker(
     ``include_cache``; the base image always stays (rebuilding it needs a mirror).
     """
     report = CleanupReport()
+    _remove_containers(client, report, job=job, dry_run=dry_run)
+    _remove_images(client, report, job=job, include_cache=include_cache, dry_run=dry_run)
+    return report
+
+
+def _remove_containers(
+    client: docker.DockerClient, report: CleanupReport, *, job: str | None, dry_run: bool
+) -> None:
+    """Every labelled container (of ``job`` only, when given), running or not."""
     filters: dict[str, Any] = {"label": [f"{LABEL}=1"]}
     if job:
         filters["label"].append(f"{LABEL_JOB}={safe_name(job)}")
@@ -54,16 +63,36 @@ def cleanup_docker(
                 pass
             except docker.errors.APIError as e:
                 report.errors.append(f"container {name}: {e}")
-    snapshots = _labelled_images(client, "snapshot")
-    doomed = [
-        img
-        for img in snapshots
-        if (include_cache or (img.get("Labels") or {}).get("evoround.kind") != "reference")
-        and (not job or (img.get("Labels") or {}).get(LABEL_JOB) == safe_name(job))
-    ]
+
+
+def _doomed_images(
+    client: docker.DockerClient, *, job: str | None, include_cache: bool
+) -> list[dict[str, Any]]:
+    """The images to remove, snapshots first (env images are their parents): agent
+    snapshots of ``job`` (any job when None); reference snapshots and, for every job, task
+    images only with ``include_cache``."""
+
+    def doomed(img: dict[str, Any]) -> bool:
+        labels = img.get("Labels") or {}
+        if not include_cache and labels.get("evoround.kind") == "reference":
+            return False
+        return not job or labels.get(LABEL_JOB) == safe_name(job)
+
+    out = [img for img in _labelled_images(client, "snapshot") if doomed(img)]
     if include_cache and not job:
-        doomed += _labelled_images(client, "env")
-    for img in doomed:  # snapshots first: env images are their parents
+        out += _labelled_images(client, "env")
+    return out
+
+
+def _remove_images(
+    client: docker.DockerClient,
+    report: CleanupReport,
+    *,
+    job: str | None,
+    include_cache: bool,
+    dry_run: bool,
+) -> None:
+    for img in _doomed_images(client, job=job, include_cache=include_cache):
         ref = (img.get("RepoTags") or [img["Id"]])[0]
         report.images.append(ref)
         if not dry_run:
@@ -73,4 +102,3 @@ def cleanup_docker(
                 pass
             except docker.errors.APIError as e:
                 report.errors.append(f"image {ref}: {e}")
-    return report

@@ -28,7 +28,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -456,84 +456,117 @@ def ensure_task_image(
     dockerfile = task.path / env.dockerfile if env.dockerfile else None
     if dockerfile is None or not dockerfile.is_file():
         return TaskImage(base, ensure_base_image(client, base), built=False)
+    plan = _plan_build(client, task, dockerfile, choices, base)
+    found = image_id(client, plan.ref)
+    if found:
+        return TaskImage(plan.ref, found, built=False)
+    with file_lock(lock_dir or default_lock_dir(), f"image-{plan.digest[:32]}"):
+        found = image_id(client, plan.ref)  # someone else built it while we waited
+        if found:
+            return TaskImage(plan.ref, found, built=False)
+        log(f"building {plan.ref} from {dockerfile}")
+        with _build_context(plan) as build_dir:
+            _build(client, task, plan, build_dir)
+        found = image_id(client, plan.ref)
+        if found is None:
+            raise ImageError(f"build of {plan.ref} reported success but the image is missing")
+        return TaskImage(plan.ref, found, built=True)
+
+
+@dataclass(frozen=True)
+class _BuildPlan:
+    """What a task image is built from, and the tag its content hash gives it."""
+
+    context: Path
+    dockerfile: str
+    buildargs: dict[str, str]
+    rewrites: dict[str, str]
+    """``FROM`` images an explicit ``--base-image-map`` replaces (wanted -> used)."""
+    digest: str
+    ref: str
+
+
+def _plan_build(
+    client: docker.DockerClient,
+    task: Task,
+    dockerfile: Path,
+    choices: list[BaseChoice],
+    base: str,
+) -> _BuildPlan:
+    """The build's inputs and its tag: the hash covers the context, the build arguments,
+    every rewritten ``FROM`` and the base images' ids, so a changed base rebuilds."""
     arg = next((c for c in choices if c.build_arg), None)
     rewrites = {c.wanted: c.used for c in choices if not c.build_arg and c.used != c.wanted}
     base_ids = [ensure_base_image(client, c.used) for c in choices] or [
         ensure_base_image(client, base)
     ]
-    context = dockerfile.parent
     buildargs = {"BASE_IMAGE": arg.used if arg else base}
     hashed = dict(buildargs)
     for k, v in sorted(rewrites.items()):
         hashed[f"evoround-from:{k}"] = v  # in the hash only: a rewritten FROM
-    digest = context_hash(context, dockerfile.name, hashed, ",".join(base_ids))
+    digest = context_hash(dockerfile.parent, dockerfile.name, hashed, ",".join(base_ids))
     ref = f"{ENV_REPOSITORY}/{task.name}:{digest[:20]}"
-    found = image_id(client, ref)
-    if found:
-        return TaskImage(ref, found, built=False)
-    with file_lock(lock_dir or default_lock_dir(), f"image-{digest[:32]}"):
-        found = image_id(client, ref)  # someone else built it while we waited
-        if found:
-            return TaskImage(ref, found, built=False)
-        log(f"building {ref} from {dockerfile}")
-        lines: list[str] = []
-        build_dir = context
-        tmp: str | None = None
-        if rewrites:
-            # An explicit --base-image-map for a plain `FROM X`: build from a copy of the
-            # context whose Dockerfile names the local image (the task's files stay as is).
-            tmp = tempfile.mkdtemp(prefix="evoround-ctx-")
-            build_dir = Path(tmp) / "ctx"
-            shutil.copytree(context, build_dir, symlinks=True)
-            text = (build_dir / dockerfile.name).read_text(encoding="utf-8")
-            text = _FROM.sub(
-                lambda m: (
-                    m.group(1) + m.group(2) + rewrites.get(m.group(3), m.group(3)) + m.group(4)
-                ),
-                text,
-            )
-            (build_dir / dockerfile.name).write_text(text, encoding="utf-8")
-        failure: str | None = None
-        try:
-            for chunk in client.api.build(
-                path=str(build_dir),
-                dockerfile=dockerfile.name,
-                tag=ref,
-                buildargs=buildargs,
-                pull=False,
-                rm=True,
-                forcerm=True,
-                decode=True,
-                labels={
-                    ROLE_LABEL: "env",
-                    "evoround.task": task.name,
-                    "evoround.context_hash": digest,
-                },
-            ):
-                if "stream" in chunk:
-                    lines.append(str(chunk["stream"]))
-                if "error" in chunk and failure is None:
-                    # Keep reading to the end: the daemon removes the failed step's
-                    # container (forcerm) only after it sent the error; hanging up now
-                    # would leave that container behind.
-                    failure = str(chunk["error"])
-        except docker.errors.APIError as e:
-            raise ImageError(
-                f"building {task.name}'s image failed: {e}" + _build_hint(str(e))
-            ) from e
-        finally:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
-        if failure is not None:
-            raise ImageError(
-                f"building {task.name}'s image failed: {failure}\n"
-                + "".join(lines)[-2000:]
-                + _build_hint(failure)
-            )
-        found = image_id(client, ref)
-        if found is None:
-            raise ImageError(f"build of {ref} reported success but the image is missing")
-        return TaskImage(ref, found, built=True)
+    return _BuildPlan(dockerfile.parent, dockerfile.name, buildargs, rewrites, digest, ref)
+
+
+@contextlib.contextmanager
+def _build_context(plan: _BuildPlan) -> Iterator[Path]:
+    """The folder to build from: the task's own context, or, when an explicit
+    ``--base-image-map`` rewrites a plain ``FROM X``, a temporary copy whose Dockerfile
+    names the local image (the task's files stay as is)."""
+    if not plan.rewrites:
+        yield plan.context
+        return
+    tmp = tempfile.mkdtemp(prefix="evoround-ctx-")
+    build_dir = Path(tmp) / "ctx"
+    shutil.copytree(plan.context, build_dir, symlinks=True)
+    text = (build_dir / plan.dockerfile).read_text(encoding="utf-8")
+    text = _FROM.sub(
+        lambda m: m.group(1) + m.group(2) + plan.rewrites.get(m.group(3), m.group(3)) + m.group(4),
+        text,
+    )
+    (build_dir / plan.dockerfile).write_text(text, encoding="utf-8")
+    try:
+        yield build_dir
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _build(client: docker.DockerClient, task: Task, plan: _BuildPlan, build_dir: Path) -> None:
+    """Run the build to its end; a failure is an :class:`ImageError` with the log's tail."""
+    lines: list[str] = []
+    failure: str | None = None
+    try:
+        for chunk in client.api.build(
+            path=str(build_dir),
+            dockerfile=plan.dockerfile,
+            tag=plan.ref,
+            buildargs=plan.buildargs,
+            pull=False,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            labels={
+                ROLE_LABEL: "env",
+                "evoround.task": task.name,
+                "evoround.context_hash": plan.digest,
+            },
+        ):
+            if "stream" in chunk:
+                lines.append(str(chunk["stream"]))
+            if "error" in chunk and failure is None:
+                # Keep reading to the end: the daemon removes the failed step's
+                # container (forcerm) only after it sent the error; hanging up now
+                # would leave that container behind.
+                failure = str(chunk["error"])
+    except docker.errors.APIError as e:
+        raise ImageError(f"building {task.name}'s image failed: {e}" + _build_hint(str(e))) from e
+    if failure is not None:
+        raise ImageError(
+            f"building {task.name}'s image failed: {failure}\n"
+            + "".join(lines)[-2000:]
+            + _build_hint(failure)
+        )
 
 
 def _build_hint(error: str) -> str:

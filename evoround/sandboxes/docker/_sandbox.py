@@ -127,6 +127,40 @@ def _discard(stream: Any) -> None:
             close()
 
 
+_MODE_DIR = 1 << 31
+"""Go's ``os.ModeDir`` in a ``get_archive`` stat."""
+_MODE_SYMLINK = 1 << 27
+"""Go's ``os.ModeSymlink``."""
+
+
+def _unreadable(target: str, mode: int, size: int, limit: int) -> OSError | None:
+    """Why the (not a link) path a ``get_archive`` stat describes is not read, if so:
+    a directory, not a regular file, or over ``limit`` (refused before any transfer)."""
+    if mode & _MODE_DIR:
+        return IsADirectoryError(target)
+    if mode & _IRREGULAR:
+        return UnsafeFile(f"{target}: not a regular file")
+    if size > limit:
+        return UnsafeFile(f"{target}: {size} bytes, over the {limit}-byte limit")
+    return None
+
+
+def _only_file(stream: Any, target: str, limit: int) -> bytes:
+    """The content of the one regular file a ``get_archive`` stream holds, at most
+    ``limit`` bytes (it may have grown since the stat)."""
+    with tarfile.open(fileobj=IterReader(stream), mode="r|") as tf:
+        for member in tf:
+            if not member.isreg():
+                raise UnsafeFile(f"{target}: not a regular file")
+            f = tf.extractfile(member)
+            if f is not None:
+                data = f.read(limit + 1)
+                if len(data) > limit:
+                    raise UnsafeFile(f"{target}: over the {limit}-byte limit")
+                return data
+    raise FileNotFoundError(target)
+
+
 STOP_STRAYS = r"""keep=""; best=""
 for d in /proc/[0-9]*; do
   read -r st < "$d/stat" 2>/dev/null || continue
@@ -331,6 +365,36 @@ class DockerSandbox(Sandbox):
         self._check_open()
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         data = stdin.encode() if isinstance(stdin, str) else stdin
+        start = time.monotonic()
+        host_deadline = (
+            None if timeout is None else start + timeout + KILL_GRACE_SEC + HOST_SLACK_SEC
+        )
+        code, out, err, dropped = self._raw_exec(
+            self._wrapped(argv, timeout),
+            stdin=data,
+            cwd=self._resolve(cwd) if cwd else self.workdir,
+            env=env,
+            host_deadline=host_deadline,
+        )
+        elapsed = time.monotonic() - start
+        code = self._own_exit_code(code, argv)
+        timed_out = timeout is not None and code in (124, 137) and elapsed >= timeout - 0.05
+        oom = False
+        if not timed_out and code == 137:
+            oom = self._oom_killed_since_last_check()
+        return ExecResult(
+            exit_code=124 if timed_out else code,
+            stdout=out.decode(errors="replace"),
+            stderr=err.decode(errors="replace"),
+            duration_sec=elapsed,
+            timed_out=timed_out,
+            oom_killed=oom,
+            truncated_bytes=dropped,
+        )
+
+    def _wrapped(self, argv: list[str], timeout: float | None) -> list[str]:
+        """``argv`` under the in-container timeout wrapper (``_exec``); in commit mode the
+        wrapper runs on the pristine tools, which the tested code cannot have replaced."""
         duration = "0" if timeout is None else f"{max(timeout, 0.001):.3f}"
         if self.pristine is None:
             wrapped = ["sh", "-c", EXEC_WRAPPER, "evoround-exec", str(KILL_GRACE_SEC), duration]
@@ -347,22 +411,13 @@ class DockerSandbox(Sandbox):
                 pp.library_path,
                 pp.timeout,
             ]
-        wrapped += argv
-        start = time.monotonic()
-        host_deadline = (
-            None if timeout is None else start + timeout + KILL_GRACE_SEC + HOST_SLACK_SEC
-        )
-        code, out, err, dropped = self._raw_exec(
-            wrapped,
-            stdin=data,
-            cwd=self._resolve(cwd) if cwd else self.workdir,
-            env=env,
-            host_deadline=host_deadline,
-        )
-        elapsed = time.monotonic() - start
+        return wrapped + argv
+
+    def _own_exit_code(self, code: int | None, argv: list[str]) -> int:
+        """``code`` once it is known to be the command's own, not its container's end: the
+        exec can end a moment before the daemon marks a killed container as stopped, so a
+        kill-like code (or none) is checked against the container's state for a while."""
         if code is None or code >= 125:
-            # The exec can end a moment before the daemon marks a killed container as
-            # stopped: look again briefly before calling the exit code the command's own.
             for _ in range(10):
                 state = self._state()
                 if state is None or not state.get("Running"):
@@ -372,19 +427,7 @@ class DockerSandbox(Sandbox):
                 time.sleep(0.2)
         if code is None:
             raise self._unavailable(f"exec of {argv[:3]} ended without an exit code")
-        timed_out = timeout is not None and code in (124, 137) and elapsed >= timeout - 0.05
-        oom = False
-        if not timed_out and code == 137:
-            oom = self._oom_killed_since_last_check()
-        return ExecResult(
-            exit_code=124 if timed_out else code,
-            stdout=out.decode(errors="replace"),
-            stderr=err.decode(errors="replace"),
-            duration_sec=elapsed,
-            timed_out=timed_out,
-            oom_killed=oom,
-            truncated_bytes=dropped,
-        )
+        return code
 
     def verifier_python(self) -> VerifierPython:
         """Commit mode: the pristine interpreter, ``-I -S``, pristine ``sys.path`` first."""
@@ -402,46 +445,40 @@ class DockerSandbox(Sandbox):
         self._check_open()
         target = self._resolve(path)
         for _ in range(16):
-            try:
-                stream, stat = self._api.get_archive(self.container_id, target)
-            except docker.errors.NotFound:
-                if self._state() is None:
-                    raise self._unavailable(f"read {target}") from None
-                raise FileNotFoundError(target) from None
-            except docker.errors.APIError as e:
-                raise self._unavailable(f"read {target}", e) from e
+            stream, stat = self._archive_of(target)
             mode = int(stat.get("mode", 0))
-            if mode & (1 << 31):  # Go's os.ModeDir
+            if mode & _MODE_SYMLINK and not mode & _MODE_DIR:
                 _discard(stream)
-                raise IsADirectoryError(target)
-            if mode & (1 << 27):  # os.ModeSymlink
-                _discard(stream)
-                if not follow_symlinks:
-                    raise UnsafeFile(f"{target}: is a symbolic link; not followed")
-                link = stat.get("linkTarget") or ""
-                target = self._resolve(
-                    link if link.startswith("/") else str(PurePosixPath(target).parent / link)
-                )
+                target = self._link_target(target, stat, follow_symlinks)
                 continue
-            if mode & _IRREGULAR:
+            refused = _unreadable(target, mode, int(stat.get("size", 0)), limit)
+            if refused is not None:
                 _discard(stream)
-                raise UnsafeFile(f"{target}: not a regular file")
-            size = int(stat.get("size", 0))
-            if size > limit:
-                _discard(stream)
-                raise UnsafeFile(f"{target}: {size} bytes, over the {limit}-byte limit")
-            with tarfile.open(fileobj=IterReader(stream), mode="r|") as tf:
-                for member in tf:
-                    if not member.isreg():
-                        raise UnsafeFile(f"{target}: not a regular file")
-                    f = tf.extractfile(member)
-                    if f is not None:
-                        data = f.read(limit + 1)
-                        if len(data) > limit:
-                            raise UnsafeFile(f"{target}: over the {limit}-byte limit")
-                        return data
-            raise FileNotFoundError(target)
+                raise refused
+            return _only_file(stream, target, limit)
         raise OSError(f"too many levels of symbolic links: {path}")
+
+    def _archive_of(self, target: str) -> tuple[Any, dict[str, Any]]:
+        """``get_archive`` of ``target``: its tar stream and its stat; a missing path is
+        :class:`FileNotFoundError` unless the container itself is gone."""
+        try:
+            stream, stat = self._api.get_archive(self.container_id, target)
+        except docker.errors.NotFound:
+            if self._state() is None:
+                raise self._unavailable(f"read {target}") from None
+            raise FileNotFoundError(target) from None
+        except docker.errors.APIError as e:
+            raise self._unavailable(f"read {target}", e) from e
+        return stream, stat
+
+    def _link_target(self, target: str, stat: dict[str, Any], follow: bool) -> str:
+        """Where the link ``target`` points (container path), if links may be followed."""
+        if not follow:
+            raise UnsafeFile(f"{target}: is a symbolic link; not followed")
+        link = stat.get("linkTarget") or ""
+        return self._resolve(
+            link if link.startswith("/") else str(PurePosixPath(target).parent / link)
+        )
 
     def write_file(self, path: str, data: str | bytes) -> None:
         self._check_open()

@@ -278,27 +278,34 @@ def shown_dirs(argv: list[str], search_path: str, hidden: tuple[Path, ...]) -> l
     from evoround.settings import settings
 
     home = Path.home().resolve()
-    found: list[Path] = []
-    for entry in search_path.split(os.pathsep):
-        if entry.startswith("/"):
-            found.append(Path(entry))
-    if argv and argv[0].startswith("/"):
-        found += [Path(argv[0]).parent, Path(os.path.realpath(argv[0])).parent]
+    found = _found_dirs(argv, search_path)
     chosen = [*map(str, _interpreter_dirs()), *(settings().local_show or "").split(os.pathsep)]
     out: list[Path] = []
     for d, explicit in [*((d, False) for d in found), *((Path(e), True) for e in chosen)]:
         with contextlib.suppress(OSError):
             r = d.resolve()
-            if not explicit and (
-                len(r.parts) < 3
-                or r == home
-                or r in home.parents
-                or any(h == r or r in h.parents for h in hidden)
-            ):
+            if not explicit and _too_broad(r, home, hidden):
                 continue
             if str(d).startswith("/") and r.is_dir() and r not in out and not _in_view(r):
                 out.append(r)
     return out
+
+
+def _found_dirs(argv: list[str], search_path: str) -> list[Path]:
+    """The absolute ``PATH`` entries, and the folder of the program run (as named and
+    with its links resolved)."""
+    found = [Path(entry) for entry in search_path.split(os.pathsep) if entry.startswith("/")]
+    if argv and argv[0].startswith("/"):
+        found += [Path(argv[0]).parent, Path(os.path.realpath(argv[0])).parent]
+    return found
+
+
+def _too_broad(r: Path, home: Path, hidden: tuple[Path, ...]) -> bool:
+    """Whether showing the (resolved) folder ``r`` would show too much: a top-level
+    folder, the home folder or one above it, or a folder holding a hidden path."""
+    if len(r.parts) < 3 or r == home or r in home.parents:
+        return True
+    return any(h == r or r in h.parents for h in hidden)
 
 
 def bwrap_argv(
@@ -321,6 +328,31 @@ def bwrap_argv(
     """
     tmp = root / "tmp"
     tmp.mkdir(exist_ok=True)
+    out = _bwrap_namespaces(
+        info_fd=info_fd, seccomp_fd=seccomp_fd, pid_namespace=pid_namespace, network=network
+    )
+    out += [*host_view(), "--dev", "/dev", "--proc", "/proc"]
+    shown = shown_dirs(argv, search_path, hidden)
+    for keep in shown:  # before the covers: a cover inside one of them stays
+        out += ["--ro-bind", str(keep), str(keep)]
+    covered = _covered(hidden)
+    for c in covered:
+        out += ["--tmpfs", c]
+    out += ["--bind", str(tmp), "/tmp", "--bind", str(root), str(root)]
+    for keep in _interpreter_dirs():
+        if _under_tmp(keep) or any(h == keep or h in keep.parents for h in hidden):
+            # the engine's Python (the verifier runs it) lives where the view hides
+            out += ["--ro-bind", str(keep), str(keep)]
+    for c in [*covered, "/"]:  # the covers, and the view's own root folder
+        out += ["--remount-ro", c]
+    return [*out, "--chdir", cwd, "--", *argv]
+
+
+def _bwrap_namespaces(
+    *, info_fd: int | None, seccomp_fd: int | None, pid_namespace: bool, network: bool
+) -> list[str]:
+    """bubblewrap itself and what it takes away: capabilities, IPC, keyrings (seccomp),
+    and, as asked, the pid and network namespaces."""
     # --cap-drop ALL: run by root, bwrap keeps nearly every capability for the command,
     # which could then umount the covers over the hidden task folders, remount, mknod the
     # host's disk or chattr +i files the engine cannot remove
@@ -333,29 +365,17 @@ def bwrap_argv(
         out += ["--unshare-pid", "--new-session"]
     if not network:
         out.append("--unshare-net")
-    out += [*host_view(), "--dev", "/dev", "--proc", "/proc"]
-    shown = shown_dirs(argv, search_path, hidden)
-    for keep in shown:  # before the covers: a cover inside one of them stays
-        out += ["--ro-bind", str(keep), str(keep)]
-    covered: list[str] = []
-    for h in hidden:
-        if h == Path("/tmp") or Path("/tmp") in h.parents:
-            continue  # the whole of /tmp is replaced below
-        if any(o in h.parents for o in hidden):
-            continue  # inside another covered folder: already out of sight
-        out += ["--tmpfs", str(h)]
-        covered.append(str(h))
-    out += ["--bind", str(tmp), "/tmp", "--bind", str(root), str(root)]
-    for keep in _interpreter_dirs():
-        if (
-            keep == Path("/tmp")
-            or Path("/tmp") in keep.parents
-            or any(h == keep or h in keep.parents for h in hidden)
-        ):  # the engine's Python (the verifier runs it) lives where the view hides
-            out += ["--ro-bind", str(keep), str(keep)]
-    for c in [*covered, "/"]:  # the covers, and the view's own root folder
-        out += ["--remount-ro", c]
-    return [*out, "--chdir", cwd, "--", *argv]
+    return out
+
+
+def _under_tmp(p: Path) -> bool:
+    return p == Path("/tmp") or Path("/tmp") in p.parents
+
+
+def _covered(hidden: tuple[Path, ...]) -> list[str]:
+    """The hidden paths that get an empty cover: not those under ``/tmp`` (the whole of
+    it is replaced) nor those inside another covered folder (already out of sight)."""
+    return [str(h) for h in hidden if not _under_tmp(h) and not any(o in h.parents for o in hidden)]
 
 
 def unshare_argv(

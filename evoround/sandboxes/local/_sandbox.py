@@ -101,6 +101,16 @@ def _feed(pipe: IO[bytes], data: bytes) -> None:
         pipe.close()
 
 
+def _drain(fd: int) -> bytes:
+    """Everything written to a pipe whose writers are all closed (never blocks)."""
+    os.set_blocking(fd, False)
+    status = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, 4096):
+            status += chunk
+    return status
+
+
 def local_run(
     cmd: str | list[str],
     *,
@@ -265,27 +275,7 @@ class LocalSandbox(Sandbox):
         bwrap = self.isolation == "bwrap"
         rules = filter_fd() if bwrap else -1
         try:
-            if bwrap:
-                wrapped = bwrap_argv(
-                    self.root,
-                    self.hidden or (),
-                    argv,
-                    network=self.network,
-                    cwd=str(where),
-                    pid_namespace=self.pid_namespace,
-                    info_fd=info_w,
-                    search_path=env.get("PATH", ""),
-                    seccomp_fd=rules,
-                )
-            else:
-                wrapped = unshare_argv(
-                    self.root,
-                    self.hidden or (),
-                    argv,
-                    network=self.network,
-                    launcher=launcher_argv(info_w),
-                )
-            wrapped = self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped
+            wrapped = self._isolated_argv(argv, where, env, info_w, rules)
             res = local_run(
                 wrapped,
                 cwd=where,
@@ -296,24 +286,51 @@ class LocalSandbox(Sandbox):
             )
             os.close(info_w)
             info_w = -1
-            os.set_blocking(info_r, False)
-            status = b""
-            with contextlib.suppress(BlockingIOError):
-                while chunk := os.read(info_r, 4096):
-                    status += chunk
-            started = (b'"exit-code"' if bwrap else STARTED) in status
+            started = (b'"exit-code"' if bwrap else STARTED) in _drain(info_r)
         finally:
             for fd in (info_r, rules, info_w):
                 if fd >= 0:
                     os.close(fd)
         if not started and not res.timed_out:
-            tag = ("bwrap:", "bubblewrap") if bwrap else ("evoround-seccomp:", "unshare")
-            why = next((ln for ln in res.stderr.splitlines() if ln.startswith(tag[0])), "")
-            raise SandboxError(
-                f"sandbox {self.root.name}: {tag[1]} could not start the "
-                f"command: {why or res.stderr.strip()[:300]}"
-            )
+            raise self._not_started(res, bwrap)
         return res
+
+    def _isolated_argv(
+        self, argv: list[str], where: Path, env: dict[str, str], info_w: int, rules: int
+    ) -> list[str]:
+        """``argv`` under this sandbox's mechanism (the status pipe ``info_w``; bwrap: the
+        filter's descriptor ``rules``), inside its cgroup when it has one."""
+        if self.isolation == "bwrap":
+            wrapped = bwrap_argv(
+                self.root,
+                self.hidden or (),
+                argv,
+                network=self.network,
+                cwd=str(where),
+                pid_namespace=self.pid_namespace,
+                info_fd=info_w,
+                search_path=env.get("PATH", ""),
+                seccomp_fd=rules,
+            )
+        else:
+            wrapped = unshare_argv(
+                self.root,
+                self.hidden or (),
+                argv,
+                network=self.network,
+                launcher=launcher_argv(info_w),
+            )
+        return self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped
+
+    def _not_started(self, res: ExecResult, bwrap: bool) -> SandboxError:
+        """The harness's error when the mechanism could not start the command, with the
+        mechanism's own complaint from stderr when there is one."""
+        tag = ("bwrap:", "bubblewrap") if bwrap else ("evoround-seccomp:", "unshare")
+        why = next((ln for ln in res.stderr.splitlines() if ln.startswith(tag[0])), "")
+        return SandboxError(
+            f"sandbox {self.root.name}: {tag[1]} could not start the "
+            f"command: {why or res.stderr.strip()[:300]}"
+        )
 
     def expose_endpoint(self, url: str) -> str:
         """A host endpoint is reachable only through the host's network: keep it."""
