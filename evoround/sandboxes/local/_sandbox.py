@@ -122,7 +122,7 @@ def local_run(
 ) -> ExecResult:
     """Run a command in a new session; on timeout (or interrupt) kill its process group.
 
-    Output is read by two threads into capped sinks (bounded memory, see ``_capture``);
+    Output is read by two threads into capped sinks (bounded memory, see ``common._capture``);
     once the command and its process group are gone the readers get a short grace, so a
     pipe held open by an escaped background process cannot hang the engine.
     """
