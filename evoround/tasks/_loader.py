@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from evoround.tasks._errors import describe_error, known_keys, unknown_key_message
 from evoround.tasks._model import Round, RoundSpec, Task, TaskFile
@@ -55,9 +56,10 @@ def task_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def _loc(err: dict) -> str:
+def _loc(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as the task file names it: ``rounds[2].checks[1].id``."""
     parts: list[str] = []
-    for item in err["loc"]:
+    for item in loc:
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1]}[{item + 1}]" if parts else f"[{item + 1}]"]
         else:
@@ -133,19 +135,31 @@ def _parse_task_file(path: Path) -> TaskFile:
     try:
         return TaskFile.model_validate(raw)
     except ValidationError as e:
-        # A misspelt key also makes the real key "missing": name the typo first.
-        errors = sorted(e.errors(), key=lambda x: x["type"] != "extra_forbidden")
-        first = errors[0]
-        if first["type"] == "extra_forbidden":  # the key it stands for is not missing too
-            errors = [x for x in errors if not (x["type"] == "missing"
-                      and x["loc"][:-1] == first["loc"][:-1])]  # fmt: skip
-        more = len(errors) - 1
-        extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        if first["type"] == "extra_forbidden":
-            table, key = _loc({"loc": first["loc"][:-1]}), str(first["loc"][-1])
-            msg = unknown_key_message(key, known_keys(TaskFile, first["loc"][:-1]))
-            raise TaskFormatError(path, table or None, msg + extra) from None
-        raise TaskFormatError(path, _loc(first), describe_error(first) + extra) from None
+        raise task_file_error(path, e.errors()) from None
+
+
+def task_file_error(path: Path, errors: list[ErrorDetails]) -> TaskFormatError:
+    """The first of a ``TaskFile`` validation's errors as one TaskFormatError, the rest counted.
+
+    Shared by the loader and the importers (which fill the same model), so a problem reads
+    the same whether an author wrote the value or an importer converted it."""
+    # A misspelt key also makes the real key "missing": name the typo first.
+    errors = sorted(errors, key=lambda x: x["type"] != "extra_forbidden")
+    first = errors[0]
+    if first["type"] == "extra_forbidden":  # the key it stands for is not missing too
+        errors = [x for x in errors if not _hidden_by_typo(x, first)]
+    more = len(errors) - 1
+    extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    if first["type"] == "extra_forbidden":
+        table, key = _loc(first["loc"][:-1]), str(first["loc"][-1])
+        msg = unknown_key_message(key, known_keys(TaskFile, first["loc"][:-1]))
+        return TaskFormatError(path, table or None, msg + extra)
+    return TaskFormatError(path, _loc(first["loc"]), describe_error(first) + extra)
+
+
+def _hidden_by_typo(err: ErrorDetails, typo: ErrorDetails) -> bool:
+    """A "missing" key beside an unknown one: most likely the key the typo stands for."""
+    return err["type"] == "missing" and err["loc"][:-1] == typo["loc"][:-1]
 
 
 def _round_dirs(root: Path) -> list[Path]:

@@ -29,9 +29,10 @@ from evoround.tasks.importers._common import (
     read_text,
     read_toml,
     strip_canary,
+    workspace_of,
 )
 from evoround.tasks.importers._harbor_config import apply_config, environment_healthcheck
-from evoround.tasks.importers._harbor_steps import ALLOWED_TYPES, _workspace_of
+from evoround.tasks.importers._harbor_steps import ALLOWED_TYPES
 
 FORMAT = "harbor-multiturn"
 ROUND = re.compile(r"^round_(\d+)$")
@@ -130,7 +131,7 @@ def load(src: Path) -> ImportedTask:
         )
     env_dir = src / "environment"
     imported.environment_dir = env_dir if env_dir.is_dir() else None
-    imported.workspace_dir = _workspace_of(env_dir) if env_dir.is_dir() else None
+    imported.workspace_dir = workspace_of(env_dir) if env_dir.is_dir() else None
     if cfg.get("steps"):
         imported.notes.append("[[steps]] ignored: this is a harbor_multiturn (round_N/) task")
     return imported

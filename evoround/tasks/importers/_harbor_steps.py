@@ -30,6 +30,7 @@ from evoround.tasks.importers._common import (
     read_toml,
     step_dir_name,
     strip_canary,
+    workspace_of,
 )
 from evoround.tasks.importers._harbor_config import (
     apply_config,
@@ -45,13 +46,6 @@ ALLOWED_TYPES = {"extension", "correction", "conflict"}
 def detect(src: Path) -> bool:
     cfg = read_toml(src / "task.toml")
     return bool(cfg.get("steps")) or (src / "steps").is_dir()
-
-
-def _workspace_of(env: Path) -> Path | None:
-    for name in ("workspace", "app", "files"):
-        if (env / name).is_dir():
-            return env / name
-    return None
 
 
 def chain_types(meta: dict[str, Any], where: str, notes: list[str]) -> dict[str, list]:
@@ -160,7 +154,7 @@ def load(src: Path) -> ImportedTask:
         )
     env_dir = src / "environment"
     imported.environment_dir = env_dir if env_dir.is_dir() else None
-    imported.workspace_dir = _workspace_of(env_dir) if env_dir.is_dir() else None
+    imported.workspace_dir = workspace_of(env_dir) if env_dir.is_dir() else None
     compose = ("docker-compose.yaml", "docker-compose.yml")
     if not (env_dir / "Dockerfile").is_file() and any((env_dir / f).is_file() for f in compose):
         raise ImportError_(f"{env_dir}: docker-compose environments are not supported")
