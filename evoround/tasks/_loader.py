@@ -77,9 +77,11 @@ def read_text_file(path: Path, what: str = "") -> str:
         size = path.stat().st_size
         if size > MAX_TEXT_BYTES and path.is_file():
             raise TaskFormatError(
-                path, None, f"is {size / 1e6:.1f} MB: a task's text file is at most "
-                f"{MAX_TEXT_BYTES / 1e6:.0f} MB (is it the right file?)"
-            )  # fmt: skip
+                path,
+                None,
+                f"is {size / 1e6:.1f} MB: a task's text file is at most "
+                f"{MAX_TEXT_BYTES / 1e6:.0f} MB (is it the right file?)",
+            )
         data = path.read_bytes()
     except FileNotFoundError:
         raise TaskFormatError(path, None, f"missing {what or path.name}") from None
@@ -246,9 +248,11 @@ def _check_links(root: Path) -> None:
                 raise TaskFormatError(p, None, f"symlink to {target!r} leads nowhere")
             if not p.resolve().is_relative_to(root):
                 raise TaskFormatError(
-                    p, None, f"symlink to {target!r} leaves the task folder (copy the file "
-                    f"into {rel.rsplit('/', 1)[0] if '/' in rel else 'the task'} instead)"
-                )  # fmt: skip
+                    p,
+                    None,
+                    f"symlink to {target!r} leaves the task folder (copy the file "
+                    f"into {rel.rsplit('/', 1)[0] if '/' in rel else 'the task'} instead)",
+                )
 
 
 def _check_ids(task_toml: Path, cfg: TaskFile) -> None:
@@ -277,9 +281,11 @@ def _check_collected(d: Path, tests: tuple[str, ...]) -> None:
     if ignored or (tests and d.name == "01"):  # round 1 must bring a test pytest runs
         names = ", ".join((ignored or list(tests))[:5])
         raise TaskFormatError(
-            d / "tests", None, f"pytest collects none of the round's new test files ({names}): "
-            "name them test_*.py or *_test.py"
-        )  # fmt: skip
+            d / "tests",
+            None,
+            f"pytest collects none of the round's new test files ({names}): "
+            "name them test_*.py or *_test.py",
+        )
 
 
 def _load_task(path: Path | str) -> Task:
@@ -301,8 +307,9 @@ def _load_task(path: Path | str) -> Task:
     rounds: list[Round] = []
     active: set[str] = set()
     for i, (d, spec) in enumerate(zip(dirs, specs, strict=True), start=1):
-        r = _check_round(task_toml, d, i, spec, active, cfg.verifier.kind != "none",
-                         _collects_by_name(cfg))  # fmt: skip
+        r = _check_round(
+            task_toml, d, i, spec, active, cfg.verifier.kind != "none", _collects_by_name(cfg)
+        )
         rounds.append(r)
         active -= set(spec.retires)
         active |= set(r.test_files)

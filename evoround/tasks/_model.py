@@ -139,10 +139,12 @@ class EnvironmentSpec(_Strict):
     memory_mb: int = Field(default=2048, gt=0, le=MAX_MB, strict=True)
     pids: int = Field(default=512, gt=0, le=MAX_PIDS, strict=True)
     network: StrictBool = False
-    agent_timeout_sec: float = Field(default=900.0, gt=0, le=MAX_SEC, strict=True,
-                                     allow_inf_nan=False)  # fmt: skip
-    verifier_timeout_sec: float = Field(default=180.0, gt=0, le=MAX_SEC, strict=True,
-                                        allow_inf_nan=False)  # fmt: skip
+    agent_timeout_sec: float = Field(
+        default=900.0, gt=0, le=MAX_SEC, strict=True, allow_inf_nan=False
+    )
+    verifier_timeout_sec: float = Field(
+        default=180.0, gt=0, le=MAX_SEC, strict=True, allow_inf_nan=False
+    )
     max_workspace_mb: int = Field(default=512, gt=0, le=MAX_MB, strict=True)
     """Largest total file size of the workspace at a round boundary; more fails the round
     (the agent's failure) before the harness copies or hashes it."""
