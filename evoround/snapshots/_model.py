@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,3 +45,14 @@ class Snapshot(BaseModel):
     size_bytes: int = 0
     files: int = 0
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class ManifestEntry(TypedDict, total=False):
+    """One entry of a stored manifest (``manifests/<digest>.json``): a file (with
+    ``sha256`` and ``mode``), a link (with ``target``) or an empty folder (``dir``)."""
+
+    path: Required[str]
+    type: Required[str]
+    sha256: str
+    mode: int
+    target: str

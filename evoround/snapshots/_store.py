@@ -23,7 +23,7 @@ from pathlib import Path
 
 from evoround.deadline import check as check_deadline
 from evoround.fileio import atomic_write, file_lock
-from evoround.snapshots._model import Snapshot, SnapshotKind, SnapshotLabel
+from evoround.snapshots._model import ManifestEntry, Snapshot, SnapshotKind, SnapshotLabel
 from evoround.snapshots._walk import TreeError, walk
 
 HASH_CACHE_ENTRIES = 100_000
@@ -70,7 +70,15 @@ class SnapshotStore:
         self._hash_lock = threading.Lock()  # attempts on executor threads share one store
 
     # ---- metadata -------------------------------------------------------------
-    def register(self, label: SnapshotLabel, backend: str, locator: str, **extra: int) -> Snapshot:
+    def register(
+        self,
+        label: SnapshotLabel,
+        backend: str,
+        locator: str,
+        *,
+        size_bytes: int = 0,
+        files: int = 0,
+    ) -> Snapshot:
         snap = Snapshot(
             id=f"{label.kind.value}-{uuid.uuid4().hex[:16]}",
             backend=backend,
@@ -81,7 +89,8 @@ class SnapshotStore:
             round=label.round,
             attempt=label.attempt,
             parent=label.parent,
-            **extra,
+            size_bytes=size_bytes,
+            files=files,
         )
         atomic_write(self.root / "meta" / f"{snap.id}.json", snap.model_dump_json().encode())
         return snap
@@ -207,7 +216,7 @@ class SnapshotStore:
         walked by descriptor without following any link (see :mod:`._walk`): a workspace
         folder the agent swapped for a link is refused, not followed.
         """
-        entries: list[dict[str, object]] = []
+        entries: list[ManifestEntry] = []
         total = 0
         try:
             for e in walk(directory, max_entries=max_files):
@@ -226,8 +235,13 @@ class SnapshotStore:
                         f"the workspace holds more than {max_bytes >> 20} MiB "
                         f"(at {e.rel}; the task's max_workspace_mb)"
                     )
-                key = (os.path.join(directory, e.rel), st.st_size, st.st_mtime_ns,
-                       st.st_ctime_ns, st.st_ino)  # fmt: skip
+                key = (
+                    os.path.join(directory, e.rel),
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_ctime_ns,
+                    st.st_ino,
+                )
                 digest = self._cached_hash(key, e.fd)
                 blob = self._blob(digest)
                 if not blob.exists():
@@ -255,7 +269,7 @@ class SnapshotStore:
             atomic_write(path, body)
         return manifest, total, sum(1 for e in entries if e["type"] == "file")
 
-    def manifest(self, manifest_digest: str) -> list[dict[str, object]]:
+    def manifest(self, manifest_digest: str) -> list[ManifestEntry]:
         path = self.root / "manifests" / f"{manifest_digest}.json"
         return json.loads(path.read_bytes())["entries"]
 
@@ -304,11 +318,11 @@ class SnapshotStore:
                 os.symlink(str(e["target"]), target)
             else:
                 shutil.copyfile(self._blob(str(e["sha256"])), target)
-                os.chmod(target, int(e["mode"]))  # type: ignore[arg-type]
+                os.chmod(target, int(e["mode"]))
         return touched
 
 
-def _dirs_of(entries: dict[str, dict[str, object]]) -> set[str]:
+def _dirs_of(entries: dict[str, ManifestEntry]) -> set[str]:
     """Every directory a manifest's tree holds (its dir entries and its files' parents)."""
     out: set[str] = set()
     for path, e in entries.items():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 MAX_DEPTH = 256
@@ -86,74 +86,125 @@ def walk(directory: str | os.PathLike[str], *, max_entries: int | None = None) -
     unreadable folder (``OSError`` with the path).
     """
     top = open_top(directory)
+    # One (descriptor, relative path, subfolders still to enter) per open folder: the
+    # walk is iterative, so a deep tree costs descriptors (capped), never the stack.
     stack: list[tuple[int, str, Iterator[str]]] = []
-    seen = folders = 0
+    budget = _Budget(max_entries)
     try:
         pending: tuple[int, str] | None = (top, "")
-        while pending is not None or stack:
-            if pending is not None:
-                fd, rel = pending
-                pending = None
-                stack.append((fd, rel, iter(())))  # closed by the finally from here on
-                if len(stack) > MAX_DEPTH:
-                    raise TreeError(errno.ELOOP, f"{rel}: more than {MAX_DEPTH} nested folders")
-                try:
-                    names = os.listdir(fd)
-                except OSError as e:
-                    raise OSError(e.errno, e.strerror, rel or str(directory)) from None
-                if max_entries is not None and len(names) > 2 * max_entries:
-                    raise TreeError(errno.EFBIG, f"more than {max_entries} files")  # unsorted
-                names.sort()
-                kinds: list[tuple[str, os.stat_result]] = []
-                subdirs: list[str] = []
-                for name in names:
-                    try:
-                        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        subdirs.append(name)
-                    else:
-                        kinds.append((name, st))
-                seen += len(kinds)
-                folders += len(subdirs)
-                if max_entries is not None and max(seen, folders) > max_entries:
-                    raise TreeError(errno.EFBIG, f"more than {max_entries} files or folders")
-                recorded = 0
-                for name, st in kinds:
-                    path = _checked(f"{rel}{name}")
-                    if stat.S_ISLNK(st.st_mode):
-                        recorded += 1
-                        yield Entry(path, "link", target=os.readlink(name, dir_fd=fd))
-                    elif stat.S_ISREG(st.st_mode):
-                        ffd = _open_file(name, fd)
-                        if ffd is None:
-                            continue
-                        try:
-                            fst = os.fstat(ffd)
-                            if stat.S_ISREG(fst.st_mode):
-                                recorded += 1
-                                yield Entry(path, "file", fd=ffd, st=fst)
-                        finally:
-                            os.close(ffd)
-                if not subdirs and not recorded and rel:
-                    yield Entry(rel.rstrip("/"), "dir")
-                stack[-1] = (fd, rel, iter(subdirs))
-                continue
-            fd, rel, it = stack[-1]
-            name = next(it, None)
-            if name is None:
-                os.close(fd)
-                stack.pop()
-                continue
-            sub = _checked(rel + name)
-            try:
-                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            except OSError as e:
-                if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
-                    continue  # swapped for a link or removed since it was listed
-                raise OSError(e.errno, e.strerror, f"{rel}{name}") from None
-            pending = (child, f"{sub}/")
+        while pending is not None:
+            fd, rel = pending
+            stack.append((fd, rel, iter(())))  # closed by the finally from here on
+            if len(stack) > MAX_DEPTH:
+                raise TreeError(errno.ELOOP, f"{rel}: more than {MAX_DEPTH} nested folders")
+            subdirs = yield from _folder(fd, rel, directory, budget)
+            stack[-1] = (fd, rel, iter(subdirs))
+            pending = _next_folder(stack)
     finally:
         for fd, _, _ in stack:
             os.close(fd)
+
+
+@dataclass
+class _Budget:
+    """``max_entries`` over the whole walk: files and links, and folders, counted apart."""
+
+    limit: int | None
+    seen: int = 0
+    folders: int = 0
+
+    def check_listing(self, names: int) -> None:
+        """Refuse a folder far over the limit before sorting or stat-ing its names."""
+        if self.limit is not None and names > 2 * self.limit:
+            raise TreeError(errno.EFBIG, f"more than {self.limit} files")  # unsorted
+
+    def add(self, files: int, folders: int) -> None:
+        self.seen += files
+        self.folders += folders
+        if self.limit is not None and max(self.seen, self.folders) > self.limit:
+            raise TreeError(errno.EFBIG, f"more than {self.limit} files or folders")
+
+
+def _folder(
+    fd: int, rel: str, directory: str | os.PathLike[str], budget: _Budget
+) -> Generator[Entry, None, list[str]]:
+    """Yield one folder's files and links (or the folder itself when it holds nothing);
+    return its subfolders' names, sorted."""
+    kinds, subdirs = _listing(fd, rel, directory, budget)
+    recorded = yield from _files_and_links(fd, rel, kinds)
+    if not subdirs and not recorded and rel:
+        yield Entry(rel.rstrip("/"), "dir")
+    return subdirs
+
+
+def _listing(
+    fd: int, rel: str, directory: str | os.PathLike[str], budget: _Budget
+) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+    """A folder's names, sorted and split: (non-folders with their ``lstat``, subfolders)."""
+    try:
+        names = os.listdir(fd)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, rel or str(directory)) from None
+    budget.check_listing(len(names))
+    names.sort()
+    kinds: list[tuple[str, os.stat_result]] = []
+    subdirs: list[str] = []
+    for name in names:
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            subdirs.append(name)
+        else:
+            kinds.append((name, st))
+    budget.add(len(kinds), len(subdirs))
+    return kinds, subdirs
+
+
+def _files_and_links(
+    fd: int, rel: str, kinds: list[tuple[str, os.stat_result]]
+) -> Generator[Entry, None, int]:
+    """Yield the links and regular files among ``kinds``; return how many were yielded.
+
+    A file is opened without following links and checked again on its descriptor: what
+    was listed may have been swapped since. Sockets, FIFOs and devices are skipped."""
+    recorded = 0
+    for name, st in kinds:
+        path = _checked(f"{rel}{name}")
+        if stat.S_ISLNK(st.st_mode):
+            recorded += 1
+            yield Entry(path, "link", target=os.readlink(name, dir_fd=fd))
+        elif stat.S_ISREG(st.st_mode):
+            file_fd = _open_file(name, fd)
+            if file_fd is None:
+                continue
+            try:
+                fst = os.fstat(file_fd)
+                if stat.S_ISREG(fst.st_mode):
+                    recorded += 1
+                    yield Entry(path, "file", fd=file_fd, st=fst)
+            finally:
+                os.close(file_fd)
+    return recorded
+
+
+def _next_folder(stack: list[tuple[int, str, Iterator[str]]]) -> tuple[int, str] | None:
+    """The next subfolder to enter, depth first (opened, with its relative path); folders
+    with nothing left are closed and popped. None: the walk is done."""
+    while stack:
+        fd, rel, subdirs = stack[-1]
+        name = next(subdirs, None)
+        if name is None:
+            os.close(fd)
+            stack.pop()
+            continue
+        sub = _checked(rel + name)
+        try:
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                continue  # swapped for a link or removed since it was listed
+            raise OSError(e.errno, e.strerror, f"{rel}{name}") from None
+        return child, f"{sub}/"
+    return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import types
+from collections.abc import Mapping
 from enum import Enum
 from typing import Any, Union, get_args, get_origin
 
@@ -83,12 +84,12 @@ def known_keys(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
     return list(model.model_fields) if model is not None else []
 
 
-def _choices(err: dict[str, Any]) -> list[str]:
+def _choices(err: Mapping[str, Any]) -> list[str]:
     expected = str(err.get("ctx", {}).get("expected", ""))
     return re.findall(r"'([^']*)'", expected)
 
 
-def describe_error(err: dict[str, Any]) -> str:
+def describe_error(err: Mapping[str, Any]) -> str:
     """One pydantic error (not ``extra_forbidden``) as a sentence that shows the value."""
     kind, value = err["type"], err.get("input")
     if kind == "missing":

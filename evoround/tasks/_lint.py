@@ -9,9 +9,10 @@ are warnings, so authors can keep a deliberate exception.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from evoround.tasks._model import ChangeType, Task
+from evoround.tasks._model import ChangeType, Round, Task
 from evoround.tasks._overlay import is_test_module
 
 SUPPORT_MODULES = frozenset({"conftest.py", "__init__.py"})
@@ -52,68 +53,113 @@ def _code_lines(text: str) -> int:
 
 
 def lint_task(task: Task) -> list[LintFinding]:
+    """Task-wide findings first, then each round's, rule by rule in ``ROUND_RULES`` order."""
     out: list[LintFinding] = []
     if not task.config.task.system_prompt.strip():
         out.append(LintFinding("L006", "no system prompt: agents get only the instructions"))
     if not task.config.task.description.strip():
         out.append(LintFinding("L007", "no task description"))
     for rnd in task.rounds:
-        i, text = rnd.index, rnd.instruction
-        lowered = text.lower()
-        for pattern, why in HOW_PATTERNS:
-            if re.search(pattern, lowered):
-                out.append(LintFinding("L001", f"instruction says HOW, not WHAT: it {why}", i))
-        if _code_lines(text) > MAX_CODE_LINES:
-            out.append(
-                LintFinding(
-                    "L001",
-                    f"instruction says HOW, not WHAT: a code block of {_code_lines(text)} "
-                    "lines (show interfaces and examples, not the implementation)",
-                    i,
-                )
-            )
-        if not rnd.test_files:
-            out.append(LintFinding("L002", "round without tests: nothing verifies it", i))
-        elif task.config.verifier.kind == "pytest":
-            ignored = [p for p in rnd.test_files if p.endswith(".py") and not is_test_module(p)
-                       and p.rsplit("/", 1)[-1] not in SUPPORT_MODULES]  # fmt: skip
-            if ignored:
-                collected = any(is_test_module(p) for p in rnd.test_files)
-                out.append(
-                    LintFinding(
-                        "L008",
-                        f"{', '.join(ignored)}: pytest does not collect it (name test files "
-                        "test_*.py or *_test.py)"
-                        + ("" if collected else "; the round's new tests check nothing"),
-                        i,
-                    )
-                )
-        if not rnd.spec.change_types:
-            out.append(
-                LintFinding("L003", "missing change_types (extension|correction|conflict)", i)
-            )
-        words = len(text.split())
-        if words > MAX_INSTRUCTION_WORDS:
-            out.append(
-                LintFinding("L004", f"very long round: {words} words (split it into rounds)", i)
-            )
-        if len(rnd.test_files) > MAX_NEW_TEST_FILES:
-            out.append(
-                LintFinding(
-                    "L004", f"very long round: {len(rnd.test_files)} new or replaced test files", i
-                )
-            )
-        changes = {ChangeType.correction, ChangeType.conflict} & set(rnd.spec.change_types)
-        earlier = {p for r in task.rounds[: i - 1] for p in r.test_files}
-        replaced = [p for p in rnd.test_files if p in earlier]
-        if changes and not replaced and not rnd.spec.retires:
-            kinds = "/".join(sorted(c.value for c in changes))
-            out.append(
-                LintFinding(
-                    "L005",
-                    f"{kinds} round replaces and retires no earlier test file: the old "
-                    "behaviour is not checked as changed (failures cannot be classed stale)",
-                    i,
-                )
-            )
+        for rule in ROUND_RULES:
+            out += rule(task, rnd)
     return out
+
+
+def _says_how(task: Task, rnd: Round) -> list[LintFinding]:
+    """L001: the instruction dictates the implementation (phrases, or a code block of it)."""
+    i, text = rnd.index, rnd.instruction
+    lowered = text.lower()
+    out = [
+        LintFinding("L001", f"instruction says HOW, not WHAT: it {why}", i)
+        for pattern, why in HOW_PATTERNS
+        if re.search(pattern, lowered)
+    ]
+    if _code_lines(text) > MAX_CODE_LINES:
+        out.append(
+            LintFinding(
+                "L001",
+                f"instruction says HOW, not WHAT: a code block of {_code_lines(text)} "
+                "lines (show interfaces and examples, not the implementation)",
+                i,
+            )
+        )
+    return out
+
+
+def _untested(task: Task, rnd: Round) -> list[LintFinding]:
+    """L002: no tests at all; L008: Python test files pytest would never collect."""
+    if not rnd.test_files:
+        return [LintFinding("L002", "round without tests: nothing verifies it", rnd.index)]
+    if task.config.verifier.kind != "pytest":
+        return []
+    ignored = [
+        p
+        for p in rnd.test_files
+        if p.endswith(".py")
+        and not is_test_module(p)
+        and p.rsplit("/", 1)[-1] not in SUPPORT_MODULES
+    ]
+    if not ignored:
+        return []
+    collected = any(is_test_module(p) for p in rnd.test_files)
+    unchecked = "" if collected else "; the round's new tests check nothing"
+    message = (
+        f"{', '.join(ignored)}: pytest does not collect it (name test files "
+        f"test_*.py or *_test.py){unchecked}"
+    )
+    return [LintFinding("L008", message, rnd.index)]
+
+
+def _no_change_types(task: Task, rnd: Round) -> list[LintFinding]:
+    """L003: without change types, failures cannot be read against the kind of change."""
+    if rnd.spec.change_types:
+        return []
+    return [LintFinding("L003", "missing change_types (extension|correction|conflict)", rnd.index)]
+
+
+def _too_long(task: Task, rnd: Round) -> list[LintFinding]:
+    """L004: a round too big to be one step of an evolution (words, or new test files)."""
+    out = []
+    words = len(rnd.instruction.split())
+    if words > MAX_INSTRUCTION_WORDS:
+        out.append(
+            LintFinding("L004", f"very long round: {words} words (split it into rounds)", rnd.index)
+        )
+    if len(rnd.test_files) > MAX_NEW_TEST_FILES:
+        out.append(
+            LintFinding(
+                "L004",
+                f"very long round: {len(rnd.test_files)} new or replaced test files",
+                rnd.index,
+            )
+        )
+    return out
+
+
+def _change_unchecked(task: Task, rnd: Round) -> list[LintFinding]:
+    """L005: a correction or conflict that neither replaces nor retires an earlier test."""
+    i = rnd.index
+    changes = {ChangeType.correction, ChangeType.conflict} & set(rnd.spec.change_types)
+    earlier = {p for r in task.rounds[: i - 1] for p in r.test_files}
+    replaced = [p for p in rnd.test_files if p in earlier]
+    if not changes or replaced or rnd.spec.retires:
+        return []
+    kinds = "/".join(sorted(c.value for c in changes))
+    return [
+        LintFinding(
+            "L005",
+            f"{kinds} round replaces and retires no earlier test file: the old "
+            "behaviour is not checked as changed (failures cannot be classed stale)",
+            i,
+        )
+    ]
+
+
+ROUND_RULES: tuple[Callable[[Task, Round], list[LintFinding]], ...] = (
+    _says_how,
+    _untested,
+    _no_change_types,
+    _too_long,
+    _change_unchecked,
+)
+"""The per-round rules, in the order their findings are listed."""

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from evoround.tasks._errors import describe_error, known_keys, unknown_key_message
 from evoround.tasks._model import Round, RoundSpec, Task, TaskFile
@@ -55,9 +56,10 @@ def task_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def _loc(err: dict) -> str:
+def _loc(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as the task file names it: ``rounds[2].checks[1].id``."""
     parts: list[str] = []
-    for item in err["loc"]:
+    for item in loc:
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1]}[{item + 1}]" if parts else f"[{item + 1}]"]
         else:
@@ -75,9 +77,11 @@ def read_text_file(path: Path, what: str = "") -> str:
         size = path.stat().st_size
         if size > MAX_TEXT_BYTES and path.is_file():
             raise TaskFormatError(
-                path, None, f"is {size / 1e6:.1f} MB: a task's text file is at most "
-                f"{MAX_TEXT_BYTES / 1e6:.0f} MB (is it the right file?)"
-            )  # fmt: skip
+                path,
+                None,
+                f"is {size / 1e6:.1f} MB: a task's text file is at most "
+                f"{MAX_TEXT_BYTES / 1e6:.0f} MB (is it the right file?)",
+            )
         data = path.read_bytes()
     except FileNotFoundError:
         raise TaskFormatError(path, None, f"missing {what or path.name}") from None
@@ -133,19 +137,31 @@ def _parse_task_file(path: Path) -> TaskFile:
     try:
         return TaskFile.model_validate(raw)
     except ValidationError as e:
-        # A misspelt key also makes the real key "missing": name the typo first.
-        errors = sorted(e.errors(), key=lambda x: x["type"] != "extra_forbidden")
-        first = errors[0]
-        if first["type"] == "extra_forbidden":  # the key it stands for is not missing too
-            errors = [x for x in errors if not (x["type"] == "missing"
-                      and x["loc"][:-1] == first["loc"][:-1])]  # fmt: skip
-        more = len(errors) - 1
-        extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        if first["type"] == "extra_forbidden":
-            table, key = _loc({"loc": first["loc"][:-1]}), str(first["loc"][-1])
-            msg = unknown_key_message(key, known_keys(TaskFile, first["loc"][:-1]))
-            raise TaskFormatError(path, table or None, msg + extra) from None
-        raise TaskFormatError(path, _loc(first), describe_error(first) + extra) from None
+        raise task_file_error(path, e.errors()) from None
+
+
+def task_file_error(path: Path, errors: list[ErrorDetails]) -> TaskFormatError:
+    """The first of a ``TaskFile`` validation's errors as one TaskFormatError, the rest counted.
+
+    Shared by the loader and the importers (which fill the same model), so a problem reads
+    the same whether an author wrote the value or an importer converted it."""
+    # A misspelt key also makes the real key "missing": name the typo first.
+    errors = sorted(errors, key=lambda x: x["type"] != "extra_forbidden")
+    first = errors[0]
+    if first["type"] == "extra_forbidden":  # the key it stands for is not missing too
+        errors = [x for x in errors if not _hidden_by_typo(x, first)]
+    more = len(errors) - 1
+    extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    if first["type"] == "extra_forbidden":
+        table, key = _loc(first["loc"][:-1]), str(first["loc"][-1])
+        msg = unknown_key_message(key, known_keys(TaskFile, first["loc"][:-1]))
+        return TaskFormatError(path, table or None, msg + extra)
+    return TaskFormatError(path, _loc(first["loc"]), describe_error(first) + extra)
+
+
+def _hidden_by_typo(err: ErrorDetails, typo: ErrorDetails) -> bool:
+    """A "missing" key beside an unknown one: most likely the key the typo stands for."""
+    return err["type"] == "missing" and err["loc"][:-1] == typo["loc"][:-1]
 
 
 def _round_dirs(root: Path) -> list[Path]:
@@ -232,9 +248,11 @@ def _check_links(root: Path) -> None:
                 raise TaskFormatError(p, None, f"symlink to {target!r} leads nowhere")
             if not p.resolve().is_relative_to(root):
                 raise TaskFormatError(
-                    p, None, f"symlink to {target!r} leaves the task folder (copy the file "
-                    f"into {rel.rsplit('/', 1)[0] if '/' in rel else 'the task'} instead)"
-                )  # fmt: skip
+                    p,
+                    None,
+                    f"symlink to {target!r} leaves the task folder (copy the file "
+                    f"into {rel.rsplit('/', 1)[0] if '/' in rel else 'the task'} instead)",
+                )
 
 
 def _check_ids(task_toml: Path, cfg: TaskFile) -> None:
@@ -263,9 +281,11 @@ def _check_collected(d: Path, tests: tuple[str, ...]) -> None:
     if ignored or (tests and d.name == "01"):  # round 1 must bring a test pytest runs
         names = ", ".join((ignored or list(tests))[:5])
         raise TaskFormatError(
-            d / "tests", None, f"pytest collects none of the round's new test files ({names}): "
-            "name them test_*.py or *_test.py"
-        )  # fmt: skip
+            d / "tests",
+            None,
+            f"pytest collects none of the round's new test files ({names}): "
+            "name them test_*.py or *_test.py",
+        )
 
 
 def _load_task(path: Path | str) -> Task:
@@ -287,8 +307,9 @@ def _load_task(path: Path | str) -> Task:
     rounds: list[Round] = []
     active: set[str] = set()
     for i, (d, spec) in enumerate(zip(dirs, specs, strict=True), start=1):
-        r = _check_round(task_toml, d, i, spec, active, cfg.verifier.kind != "none",
-                         _collects_by_name(cfg))  # fmt: skip
+        r = _check_round(
+            task_toml, d, i, spec, active, cfg.verifier.kind != "none", _collects_by_name(cfg)
+        )
         rounds.append(r)
         active -= set(spec.retires)
         active |= set(r.test_files)

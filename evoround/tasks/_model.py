@@ -11,9 +11,16 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+)
 
 
 class Activity(StrEnum):
@@ -72,6 +79,10 @@ def no_parent_parts(paths: list[str]) -> list[str]:
     return paths
 
 
+ArtifactPaths = Annotated[list[str], AfterValidator(no_parent_parts)]
+"""Sandbox paths collected after the agent's turn (checked by :func:`no_parent_parts`)."""
+
+
 def inside_task(rel: str) -> str:
     """A path the task gives relative to its own folder, refused if it could leave it."""
     parts = rel.replace("\\", "/").split("/")
@@ -128,10 +139,12 @@ class EnvironmentSpec(_Strict):
     memory_mb: int = Field(default=2048, gt=0, le=MAX_MB, strict=True)
     pids: int = Field(default=512, gt=0, le=MAX_PIDS, strict=True)
     network: StrictBool = False
-    agent_timeout_sec: float = Field(default=900.0, gt=0, le=MAX_SEC, strict=True,
-                                     allow_inf_nan=False)  # fmt: skip
-    verifier_timeout_sec: float = Field(default=180.0, gt=0, le=MAX_SEC, strict=True,
-                                        allow_inf_nan=False)  # fmt: skip
+    agent_timeout_sec: float = Field(
+        default=900.0, gt=0, le=MAX_SEC, strict=True, allow_inf_nan=False
+    )
+    verifier_timeout_sec: float = Field(
+        default=180.0, gt=0, le=MAX_SEC, strict=True, allow_inf_nan=False
+    )
     max_workspace_mb: int = Field(default=512, gt=0, le=MAX_MB, strict=True)
     """Largest total file size of the workspace at a round boundary; more fails the round
     (the agent's failure) before the harness copies or hashes it."""
@@ -213,13 +226,8 @@ class RoundSpec(_Strict):
     verifier_env: dict[str, str] = Field(default_factory=dict)
     """Extra environment of this round's verification only (Harbor's ``[steps.verifier.env]``)."""
     healthcheck: HealthcheckSpec | None = None
-    artifacts: list[str] = Field(default_factory=list)
+    artifacts: ArtifactPaths = Field(default_factory=list)
     """Sandbox paths copied into the round's artefact dir after the agent's turn."""
-
-    @field_validator("artifacts")
-    @classmethod
-    def _artifacts(cls, v: list[str]) -> list[str]:
-        return no_parent_parts(v)
 
 
 class SolutionSpec(_Strict):
@@ -235,14 +243,8 @@ class TaskFile(_Strict):
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
     verifier: VerifierSpec = Field(default_factory=VerifierSpec)
     solution: SolutionSpec = Field(default_factory=SolutionSpec)
-    artifacts: list[str] = Field(default_factory=list)
+    artifacts: ArtifactPaths = Field(default_factory=list)
     """Sandbox paths copied into every round's artefact dir after the agent's turn."""
-
-    @field_validator("artifacts")
-    @classmethod
-    def _artifacts(cls, v: list[str]) -> list[str]:
-        return no_parent_parts(v)
-
     checks: list[CheckSpec] = Field(default_factory=list)
     rounds: list[RoundSpec] = Field(default_factory=list)
 

@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evoround.tasks._loader import TaskFormatError, load_task
+from evoround.tasks import TaskFormatError, load_task
 from evoround.tasks.importers import _harbor_multiturn as harbor_multiturn
 from evoround.tasks.importers import _harbor_steps as harbor_steps
 from evoround.tasks.importers._common import (
@@ -75,6 +75,20 @@ def import_tasks(src: Path, out: Path, fmt: str | None = None) -> list[ImportRes
     """
     src = Path(src)
     out = Path(out)
+    sources = _checked_sources(src, out, fmt)
+    # Everything is converted and loaded in a staging folder first: a source that fails
+    # half-way leaves nothing behind, and what lands in ``out`` is a task that loads.
+    staging = _staging_folder(out)
+    try:
+        results = [_stage(s, src, out, fmt, staging, single=len(sources) == 1) for s in sources]
+        _publish(staging / "task", out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return results
+
+
+def _checked_sources(src: Path, out: Path, fmt: str | None) -> list[Path]:
+    """The tasks to convert, once the arguments are known to make sense (else ImportError_)."""
     if not src.is_dir():
         raise ImportError_(f"{src}: not a directory")
     sources = [src] if fmt else _sources(src)
@@ -89,46 +103,56 @@ def import_tasks(src: Path, out: Path, fmt: str | None = None) -> list[ImportRes
         raise ImportError_(f"{out}: is a file, not a folder")
     if out.exists() and any(out.iterdir()):
         raise ImportError_(f"{out}: already exists and is not empty")
-    # Everything is converted and loaded in a staging folder first: a source that fails
-    # half-way leaves nothing behind, and what lands in ``out`` is a task that loads.
+    return sources
+
+
+def _staging_folder(out: Path) -> Path:
+    """A new folder beside the nearest existing parent of ``out``: the same file system (so
+    publishing is a rename), and nothing created where ``out`` would go on a failure."""
     near = next(p for p in (out.parent, *out.parent.parents) if p.exists())
-    try:  # beside the nearest existing folder: same file system, nothing created on failure
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.import-", dir=near))
+    try:
+        return Path(tempfile.mkdtemp(prefix=f".{out.name}.import-", dir=near))
     except OSError as e:
         raise ImportError_(f"{out}: cannot write: {e.strerror or e}") from None
-    results: list[ImportResult] = []
+
+
+def _stage(
+    s: Path, src: Path, out: Path, fmt: str | None, staging: Path, *, single: bool
+) -> ImportResult:
+    """Convert one source into ``staging/task`` (or ``staging/task/<name>``) and load it."""
+    kind = fmt or detect_format(s)
+    if kind is None or kind not in FORMATS:
+        raise ImportError_(f"{s}: unknown format {kind!r}: choose one of {', '.join(FORMATS)}")
+    imported: ImportedTask = FORMATS[kind].load(s)
+    rel = Path(".") if single and s == src else Path(slug(imported.name))
+    staged = staging / "task" / rel
+    if staged.exists():
+        raise ImportError_(f"{s}: a second task named {imported.name!r} in {src}")
     try:
-        for s in sources:
-            kind = fmt or detect_format(s)
-            if kind not in FORMATS:
-                raise ImportError_(
-                    f"{s}: unknown format {kind!r}: choose one of {', '.join(FORMATS)}"
-                )
-            imported: ImportedTask = FORMATS[kind].load(s)
-            single = len(sources) == 1 and s == src
-            rel = Path(".") if single else Path(slug(imported.name))
-            staged = staging / "task" / rel
-            if staged.exists():
-                raise ImportError_(f"{s}: a second task named {imported.name!r} in {src}")
-            write_task(imported, staged)
-            try:
-                load_task(staged)
-            except TaskFormatError as e:
-                f = Path(e.file)
-                where = f.relative_to(staged.resolve()).as_posix() if f.is_relative_to(
-                    staged.resolve()) else f.name  # fmt: skip
-                field = f"{e.field}: " if e.field else ""
-                raise ImportError_(
-                    f"{s}: converts to an invalid evoround task ({where}: {field}{e.message})"
-                ) from None
-            results.append(ImportResult(s, out / rel, kind, len(imported.rounds), imported.notes))
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            if out.exists():
-                out.rmdir()
-            (staging / "task").rename(out)
-        except OSError as e:
-            raise ImportError_(f"{out}: cannot write: {e.strerror or e}") from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return results
+        write_task(imported, staged)
+        load_task(staged)
+    except TaskFormatError as e:
+        raise ImportError_(
+            f"{s}: converts to an invalid evoround task ({_described(e, staged)})"
+        ) from None
+    return ImportResult(s, out / rel, kind, len(imported.rounds), imported.notes)
+
+
+def _described(e: TaskFormatError, staged: Path) -> str:
+    """The loader's error with the file named relative to the converted task."""
+    f = Path(e.file)
+    root = staged.resolve()
+    where = f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name
+    field = f"{e.field}: " if e.field else ""
+    return f"{where}: {field}{e.message}"
+
+
+def _publish(task: Path, out: Path) -> None:
+    """Move the staged conversion to ``out`` in one rename."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.exists():
+            out.rmdir()
+        task.rename(out)
+    except OSError as e:
+        raise ImportError_(f"{out}: cannot write: {e.strerror or e}") from None

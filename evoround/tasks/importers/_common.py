@@ -14,11 +14,30 @@ import json
 import re
 import shutil
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-from evoround.tasks._model import ChangeType
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
+
+from evoround.tasks import (
+    Activity,
+    ArtifactPaths,
+    ChangeType,
+    EnvironmentSpec,
+    HealthcheckSpec,
+    RoundSpec,
+    SolutionSpec,
+    Style,
+    TaskFile,
+    TaskMeta,
+    VerifierSpec,
+    known_keys,
+    task_file_error,
+)
 
 # Longest first: /logs/verifier must win over /logs.
 HARBOR_PATHS: tuple[tuple[str, str], ...] = (
@@ -114,7 +133,7 @@ class ImportedTask:
     solution_env: dict[str, str] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
     min_reward: float | dict[str, float] | None = None
-    nonzero_exit: str = "ignore"
+    nonzero_exit: Literal["fail", "ignore", "error"] = "ignore"
     """Harbor reads only the reward; harbor_multiturn treats a non-zero exit as an error."""
 
 
@@ -213,16 +232,25 @@ def memory_mb_of(value: Any) -> int | None:
     return int(n * {"k": 1 / 1024, "m": 1, "g": 1024, "": 1}[unit])
 
 
+def _harbor_path(harbor: str) -> str:
+    """A pattern for ``harbor`` as a whole path (not part of a longer word or path)."""
+    return rf"(?<![\w./$-]){re.escape(harbor)}(?=[/\s\"'`;)|:&>]|$)"
+
+
+def _literally(replacement: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement taken as is (no backslash or group processing)."""
+
+    def replace(_m: re.Match[str]) -> str:
+        return replacement
+
+    return replace
+
+
 def rewrite_harbor_paths(text: str) -> str:
     """Replace Harbor's absolute paths by engine variables (with a preamble defining them)."""
     out = text
     for harbor, var in HARBOR_PATHS:
-        out = re.sub(
-            rf"(?<![\w./$-]){re.escape(harbor)}(?=[/\s\"'`;)|:&>]|$)",
-            lambda _m, v=var: v,
-            out,
-            flags=re.M,
-        )
+        out = re.sub(_harbor_path(harbor), _literally(var), out, flags=re.M)
     if out == text:
         return text
     lines = out.splitlines(keepends=True)
@@ -237,11 +265,7 @@ def rewrite_inline(text: str) -> str:
     out = text
     for harbor, var in HARBOR_PATHS:
         name = var.strip("${}")
-        out = re.sub(
-            rf"(?<![\w./$-]){re.escape(harbor)}(?=[/\s\"'`;)|:&>]|$)",
-            lambda _m, n=name, h=harbor: "${" + n + ":-" + h + "}",
-            out,
-        )
+        out = re.sub(_harbor_path(harbor), _literally("${" + name + ":-" + harbor + "}"), out)
     return out
 
 
@@ -266,6 +290,14 @@ def _copy_tree(src: Path, dest: Path, notes: list[str], label: str) -> None:
                 f"{label}/{rel.as_posix()} uses Harbor's absolute paths (/app, /tests, /logs): "
                 "it works in a Docker sandbox with workdir /app, not in the local sandbox"
             )
+
+
+def workspace_of(env: Path) -> Path | None:
+    """The initial workspace a Harbor task ships beside its Dockerfile, if any."""
+    for name in ("workspace", "app", "files"):
+        if (env / name).is_dir():
+            return env / name
+    return None
 
 
 def _dockerfile_workdir(src: Path) -> str | None:
@@ -346,11 +378,48 @@ def _first_heading(text: str) -> str:
 
 
 def write_task(imported: ImportedTask, out_dir: Path) -> Path:
-    """Write ``imported`` as an evoround task in ``out_dir`` (which must not exist yet)."""
+    """Write ``imported`` as an evoround task in ``out_dir`` (which must not exist yet).
+
+    The task's files are copied first, then ``task.toml`` is the task model itself
+    (``TaskFile``) filled and dumped, so an importer cannot write a key the loader does not
+    know. A value the model refuses raises the loader's own TaskFormatError (naming the
+    field in task.toml), after every file problem, as when the loader read it back."""
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ImportError_(f"{out_dir}: already exists and is not empty")
     out_dir.mkdir(parents=True, exist_ok=True)
-    notes = imported.notes
+    workdir, has_dockerfile = _write_environment(imported, out_dir)
+    _write_workspace(imported, out_dir)
+    retires = _write_rounds(imported, out_dir)
+    settings = _TaskSettings(workdir, has_dockerfile, _activity(imported))
+    if not has_dockerfile and not imported.image:
+        imported.notes.append("no environment/Dockerfile in the source: set [environment] by hand")
+    if imported.style is None:
+        imported.notes.append("style: the source names none; 'contractual' assumed")
+    task_file = _task_file(imported, settings, retires, out_dir / "task.toml")
+    doc = task_file.model_dump(exclude_defaults=True)
+    (out_dir / "task.toml").write_text(_header(imported) + toml_dump(doc), encoding="utf-8")
+    return out_dir
+
+
+@dataclass(frozen=True)
+class _TaskSettings:
+    """What ``write_task`` decides from the copied files and the source, for the model."""
+
+    workdir: str
+    has_dockerfile: bool
+    activity: str
+
+
+def _header(imported: ImportedTask) -> str:
+    return (
+        f"# Imported from a {imported.source_format} task by `evoround tasks import`.\n"
+        "# Each round's tests/test.sh is a cumulative script suite that writes a reward file;\n"
+        "# earlier rounds' test files are retired so the latest suite replaces them.\n"
+    )
+
+
+def _write_environment(imported: ImportedTask, out_dir: Path) -> tuple[str, bool]:
+    """Copy ``environment/``; the workdir is the source's, else the Dockerfile's, else /app."""
     workdir = imported.workdir
     has_dockerfile = False
     if imported.environment_dir and imported.environment_dir.is_dir():
@@ -360,129 +429,230 @@ def write_task(imported: ImportedTask, out_dir: Path) -> Path:
         if df.is_file():
             workdir = workdir or _dockerfile_workdir(df)
             has_dockerfile = True
-    workdir = workdir or "/app"
+    return workdir or "/app", has_dockerfile
 
-    def art(paths: list[str]) -> list[str]:
-        # Paths in the workspace become relative, so the local sandbox finds them too.
-        pre = workdir.rstrip("/") + "/"
-        return [p[len(pre) :] if p.startswith(pre) else p for p in paths]
 
+def _write_workspace(imported: ImportedTask, out_dir: Path) -> None:
     ws_out = out_dir / "workspace"
     ws_out.mkdir(exist_ok=True)
     if imported.workspace_dir and imported.workspace_dir.is_dir():
         shutil.copytree(imported.workspace_dir, ws_out, dirs_exist_ok=True)
+
+
+def _write_rounds(imported: ImportedTask, out_dir: Path) -> list[list[str]]:
+    """Write each round's folder; returns what each round retires.
+
+    Harbor's suites are cumulative scripts: each round's suite replaces the last, so a
+    round retires every earlier test file its own suite does not bring again."""
     active: set[str] = set()
-    rounds: list[dict[str, Any]] = []
+    retires: list[list[str]] = []
     for i, r in enumerate(imported.rounds, start=1):
         d = out_dir / "rounds" / f"{i:02d}"
-        d.mkdir(parents=True)
-        (d / "instruction.md").write_text(r.instruction.rstrip() + "\n", encoding="utf-8")
-        if r.solution_dir and r.solution_dir.is_dir():
-            _copy_tree(r.solution_dir, d / "solution", notes, f"rounds/{i:02d}/solution")
-        else:
-            raise ImportError_(
-                f"round {i} ({r.name or i}): no solution directory (solution/solve.sh); "
-                "evoround needs each round's reference solution for the oracle and SR"
-            )
-        _merge_tests(r, d / "tests", notes, f"rounds/{i:02d}/tests")
-        if r.workdir_dir is not None and r.workdir_dir.is_dir():
-            _copy_tree(r.workdir_dir, d / "workdir", notes, f"rounds/{i:02d}/workdir")
+        _write_round(r, i, d, imported.notes)
         files = {
             p.relative_to(d / "tests").as_posix() for p in (d / "tests").rglob("*") if p.is_file()
         }
-        # Harbor's suites are cumulative scripts: each round's suite replaces the last.
-        retires = sorted(active - files)
+        retires.append(sorted(active - files))
         active = files
-        block: dict[str, Any] = {}
-        title = r.title or _first_heading(r.instruction) or r.name
-        if title:
-            block["title"] = title
-        if r.name:
-            block["name"] = r.name
-        block["change_types"] = [c.value for c in r.change_types]
-        if retires:
-            block["retires"] = retires
-        if r.min_reward is not None:
-            block["min_reward"] = r.min_reward
-        if r.agent_timeout_sec:
-            block["agent_timeout_sec"] = float(r.agent_timeout_sec)
-        if r.verifier_timeout_sec:
-            block["verifier_timeout_sec"] = float(r.verifier_timeout_sec)
-        if r.verifier_env:
-            block["verifier_env"] = {k: str(v) for k, v in r.verifier_env.items()}
-        if r.healthcheck:
-            block["healthcheck"] = dict(r.healthcheck)
-            block["healthcheck"]["command"] = rewrite_inline(str(r.healthcheck["command"]))
-        if r.artifacts:
-            block["artifacts"] = art(r.artifacts)
-        rounds.append(block)
         if not r.change_types:
-            notes.append(f"round {i}: no change type found; set change_types in task.toml")
-    kinds = {c for r in imported.rounds for c in r.change_types}
-    activity = imported.activity
-    if activity is None:
-        activity = "spec_evolution" if kinds - {ChangeType.extension} else "construction"
-        notes.append(
-            f"activity: the source names none (EvoCode-Bench's task.toml has no activity or "
-            f"style field); derived {activity!r} from the change types (set [task] activity "
-            "by hand if the benchmark's table says otherwise)"
+            imported.notes.append(f"round {i}: no change type found; set change_types in task.toml")
+    return retires
+
+
+def _write_round(r: ImportedRound, i: int, d: Path, notes: list[str]) -> None:
+    """``rounds/NN``: instruction, reference solution, tests, workdir files."""
+    d.mkdir(parents=True)
+    (d / "instruction.md").write_text(r.instruction.rstrip() + "\n", encoding="utf-8")
+    if r.solution_dir and r.solution_dir.is_dir():
+        _copy_tree(r.solution_dir, d / "solution", notes, f"rounds/{i:02d}/solution")
+    else:
+        raise ImportError_(
+            f"round {i} ({r.name or i}): no solution directory (solution/solve.sh); "
+            "evoround needs each round's reference solution for the oracle and SR"
         )
-    environment: dict[str, Any] = {"workdir": workdir}
-    if not has_dockerfile and not imported.image:
-        notes.append("no environment/Dockerfile in the source: set [environment] by hand")
-    if imported.image:
-        environment["image"] = imported.image
-        if not has_dockerfile:
-            environment["dockerfile"] = ""
-    if imported.cpus:
-        environment["cpus"] = float(imported.cpus)
-    if imported.memory_mb:
-        environment["memory_mb"] = int(imported.memory_mb)
-    if imported.network is not None:
-        environment["network"] = bool(imported.network)
-    if imported.agent_timeout_sec:
-        environment["agent_timeout_sec"] = float(imported.agent_timeout_sec)
-    if imported.verifier_timeout_sec:
-        environment["verifier_timeout_sec"] = float(imported.verifier_timeout_sec)
-    if imported.env:
-        environment["env"] = {k: str(v) for k, v in imported.env.items()}
-    verifier: dict[str, Any] = {
-        "kind": "script",
-        "script": "test.sh",
-        "nonzero_exit": imported.nonzero_exit,
-    }
-    if imported.min_reward is not None:
-        verifier["min_reward"] = imported.min_reward
-    if imported.verifier_env:
-        verifier["env"] = {k: str(v) for k, v in imported.verifier_env.items()}
-    meta: dict[str, Any] = {
-        "name": slug(imported.name),
-        "description": imported.description.strip(),
-        "activity": activity,
-        "style": imported.style or "contractual",
-        "tags": list(dict.fromkeys(["imported", imported.source_format, *imported.tags])),
-    }
-    if imported.style is None:
-        notes.append("style: the source names none; 'contractual' assumed")
-    if imported.source_name:
-        meta["source_name"] = imported.source_name
-    if imported.metadata:
-        meta["metadata"] = imported.metadata
-    doc: dict[str, Any] = {
-        "schema_version": 1,
-        "task": meta,
-        "environment": environment,
-        "verifier": verifier,
-    }
-    if imported.solution_env:
-        doc["solution"] = {"env": {k: str(v) for k, v in imported.solution_env.items()}}
-    if imported.artifacts:
-        doc["artifacts"] = art(imported.artifacts)
-    doc["rounds"] = rounds
-    header = (
-        f"# Imported from a {imported.source_format} task by `evoround tasks import`.\n"
-        "# Each round's tests/test.sh is a cumulative script suite that writes a reward file;\n"
-        "# earlier rounds' test files are retired so the latest suite replaces them.\n"
+    _merge_tests(r, d / "tests", notes, f"rounds/{i:02d}/tests")
+    if r.workdir_dir is not None and r.workdir_dir.is_dir():
+        _copy_tree(r.workdir_dir, d / "workdir", notes, f"rounds/{i:02d}/workdir")
+
+
+def _activity(imported: ImportedTask) -> str:
+    """The source's activity, else derived from the change types (and said so in a note)."""
+    if imported.activity is not None:
+        return imported.activity
+    kinds = {c for r in imported.rounds for c in r.change_types}
+    activity = "spec_evolution" if kinds - {ChangeType.extension} else "construction"
+    imported.notes.append(
+        f"activity: the source names none (EvoCode-Bench's task.toml has no activity or "
+        f"style field); derived {activity!r} from the change types (set [task] activity "
+        "by hand if the benchmark's table says otherwise)"
     )
-    (out_dir / "task.toml").write_text(header + toml_dump(doc), encoding="utf-8")
-    return out_dir
+    return activity
+
+
+# --- task.toml: the task model, filled from the imported task ----------------------------
+
+
+def _task_file(
+    imported: ImportedTask, settings: _TaskSettings, retires: list[list[str]], path: Path
+) -> TaskFile:
+    """The whole task.toml as the model; refused values are the loader's TaskFormatError."""
+    problems = _Problems()
+    workdir = settings.workdir
+    meta = problems.check(("task",), partial(_task_meta, imported, settings.activity))
+    environment = problems.check(("environment",), partial(_environment, imported, settings))
+    verifier = problems.check(("verifier",), partial(_verifier, imported))
+    artifacts = problems.check(
+        ("artifacts",),
+        partial(_ARTIFACTS.validate_python, _in_workspace(imported.artifacts, workdir)),
+    )
+    rounds = [
+        problems.check(("rounds", i), partial(_round_spec, r, i, retires[i], workdir, problems))
+        for i, r in enumerate(imported.rounds)
+    ]
+    problems.raise_any(path)
+    # No problem was found, so every part was built.
+    assert meta is not None and environment is not None and verifier is not None
+    assert artifacts is not None
+    return TaskFile(
+        task=meta,
+        environment=environment,
+        verifier=verifier,
+        solution=SolutionSpec(env=_strings(imported.solution_env)),
+        artifacts=artifacts,
+        rounds=[r for r in rounds if r is not None],
+    )
+
+
+_ARTIFACTS: TypeAdapter[list[str]] = TypeAdapter(ArtifactPaths)
+_Part = TypeVar("_Part")
+
+
+class _Problems:
+    """The task model's parts are validated one by one; their errors are collected, located
+    in task.toml and put in the order the loader reports them (the model's field order), so
+    the first error and the count of the others read exactly as when the loader validates
+    the written file at once."""
+
+    def __init__(self) -> None:
+        self.errors: list[ErrorDetails] = []
+
+    def check(self, loc: tuple[int | str, ...], build: Callable[[], _Part]) -> _Part | None:
+        """``build()``, or None with its validation errors kept (located under ``loc``)."""
+        try:
+            return build()
+        except ValidationError as e:
+            self.errors += [_relocated(err, loc) for err in e.errors()]
+            return None
+
+    def raise_any(self, path: Path) -> None:
+        if self.errors:
+            in_order = sorted(self.errors, key=lambda err: _field_order(err["loc"]))
+            raise task_file_error(path, in_order)
+
+
+def _relocated(err: ErrorDetails, loc: tuple[int | str, ...]) -> ErrorDetails:
+    moved = err.copy()
+    moved["loc"] = (*loc, *err["loc"])
+    return moved
+
+
+def _field_order(loc: tuple[int | str, ...]) -> tuple[int, ...]:
+    """Where pydantic reports an error at ``loc`` when validating a whole TaskFile: by field
+    position at each level (list items by index; a non-field part, e.g. a union member,
+    after the fields)."""
+    key: list[int] = []
+    for depth, part in enumerate(loc):
+        if isinstance(part, int):
+            key.append(part)
+            continue
+        fields = known_keys(TaskFile, loc[:depth])
+        key.append(fields.index(part) if part in fields else len(fields))
+    return tuple(key)
+
+
+def _strings(env: dict[str, str]) -> dict[str, str]:
+    return {k: str(v) for k, v in env.items()}
+
+
+def _seconds(value: float | None) -> float | None:
+    return float(value) if value else None
+
+
+def _in_workspace(paths: list[str], workdir: str) -> list[str]:
+    """Artifact paths in the workspace become relative, so the local sandbox finds them too."""
+    pre = workdir.rstrip("/") + "/"
+    return [p[len(pre) :] if p.startswith(pre) else p for p in paths]
+
+
+def _task_meta(imported: ImportedTask, activity: str) -> TaskMeta:
+    return TaskMeta(
+        name=slug(imported.name),
+        description=imported.description.strip(),
+        activity=Activity(activity),
+        style=Style(imported.style or "contractual"),
+        tags=list(dict.fromkeys(["imported", imported.source_format, *imported.tags])),
+        source_name=imported.source_name,
+        metadata=imported.metadata,
+    )
+
+
+def _environment(imported: ImportedTask, settings: _TaskSettings) -> EnvironmentSpec:
+    """``[environment]``: a source image without a Dockerfile of its own sets none."""
+    defaults = EnvironmentSpec()
+    no_dockerfile = bool(imported.image) and not settings.has_dockerfile
+    return EnvironmentSpec(
+        workdir=settings.workdir,
+        image=imported.image or None,
+        dockerfile="" if no_dockerfile else defaults.dockerfile,
+        cpus=float(imported.cpus) if imported.cpus else defaults.cpus,
+        memory_mb=int(imported.memory_mb) if imported.memory_mb else defaults.memory_mb,
+        network=defaults.network if imported.network is None else bool(imported.network),
+        agent_timeout_sec=_seconds(imported.agent_timeout_sec) or defaults.agent_timeout_sec,
+        verifier_timeout_sec=(
+            _seconds(imported.verifier_timeout_sec) or defaults.verifier_timeout_sec
+        ),
+        env=_strings(imported.env),
+    )
+
+
+def _verifier(imported: ImportedTask) -> VerifierSpec:
+    """Harbor's suites are scripts that write a reward (``tests/test.sh``)."""
+    min_reward = imported.min_reward
+    return VerifierSpec(
+        kind="script",
+        script="test.sh",
+        nonzero_exit=imported.nonzero_exit,
+        min_reward=VerifierSpec().min_reward if min_reward is None else min_reward,
+        env=_strings(imported.verifier_env),
+    )
+
+
+def _round_spec(
+    r: ImportedRound, i: int, retires: list[str], workdir: str, problems: _Problems
+) -> RoundSpec:
+    """``[[rounds]]`` entry ``i`` (0-based); its title falls back to the first heading.
+
+    A refused healthcheck is kept as a problem and the round checked without it, so the
+    round's other problems are counted too."""
+    healthcheck = None
+    if r.healthcheck:
+        healthcheck = problems.check(
+            ("rounds", i, "healthcheck"), partial(_healthcheck, r.healthcheck)
+        )
+    return RoundSpec(
+        title=r.title or _first_heading(r.instruction) or r.name,
+        name=r.name,
+        change_types=list(r.change_types),
+        retires=retires,
+        min_reward=r.min_reward,
+        agent_timeout_sec=_seconds(r.agent_timeout_sec),
+        verifier_timeout_sec=_seconds(r.verifier_timeout_sec),
+        verifier_env=_strings(r.verifier_env),
+        healthcheck=healthcheck,
+        artifacts=_in_workspace(r.artifacts, workdir),
+    )
+
+
+def _healthcheck(hc: dict[str, Any]) -> HealthcheckSpec:
+    """Harbor's healthcheck settings; its command's Harbor paths get their defaults inline."""
+    return HealthcheckSpec.model_validate({**hc, "command": rewrite_inline(str(hc["command"]))})

@@ -23,6 +23,7 @@ notes too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +32,51 @@ from evoround.tasks.importers._common import (
     ImportError_,
     memory_mb_of,
     positive_number,
+    workspace_of,
 )
 
 DEFAULT_PASS = 0.999
 """EvoCode-Bench's pass test of a step's reward (``compute_metrics.py``: reward >= 0.999)."""
 TOP_KEYS = {
-    "version", "schema_version", "task", "metadata", "verifier", "agent", "environment",
-    "solution", "source", "multi_step_reward_strategy", "steps", "artifacts",
-}  # fmt: skip
+    "version",
+    "schema_version",
+    "task",
+    "metadata",
+    "verifier",
+    "agent",
+    "environment",
+    "solution",
+    "source",
+    "multi_step_reward_strategy",
+    "steps",
+    "artifacts",
+}
 HEALTHCHECK_KEYS = {
-    "command", "interval_sec", "timeout_sec", "start_period_sec", "start_interval_sec", "retries",
-}  # fmt: skip
+    "command",
+    "interval_sec",
+    "timeout_sec",
+    "start_period_sec",
+    "start_interval_sec",
+    "retries",
+}
+HONOURED_ENVIRONMENT = frozenset(
+    {
+        "docker_image",
+        "cpus",
+        "memory_mb",
+        "memory",
+        "workdir",
+        "env",
+        "network_mode",
+        "allow_internet",
+        "healthcheck",
+        "os",
+        "gpus",
+    }
+)
+"""``[environment]`` keys mapped onto the task (or noted where they are read)."""
+NOTED_ENVIRONMENT = ("build_timeout_sec", "storage_mb", "storage")
+"""``[environment]`` keys evoround does not enforce: each gets a note of its own."""
 ACTIVITY = {
     "construction": "construction",
     "spec_evolution": "spec_evolution",
@@ -123,54 +158,89 @@ def activity_style(meta: dict[str, Any], notes: list[str]) -> tuple[str | None, 
 
 
 def apply_config(cfg: dict[str, Any], src: Path, imported: ImportedTask) -> None:
-    """Map the task-level fields of Harbor's ``task.toml`` onto ``imported``."""
+    """Map the task-level fields of Harbor's ``task.toml`` onto ``imported``.
+
+    One small function per part of the file, run in the file's order so the notes read
+    top to bottom."""
     where = f"{src}/task.toml"
-    notes = imported.notes
+    for apply in _PARTS:
+        apply(cfg, where, imported)
+
+
+def _top_level(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
     for k in sorted(set(cfg) - TOP_KEYS):
-        notes.append(f"task.toml: top-level key {k!r} is not a Harbor field; not honoured")
+        imported.notes.append(f"task.toml: top-level key {k!r} is not a Harbor field; not honoured")
+
+
+def _task(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
+    """``[task]``: the name (also kept verbatim for exports), description, keywords, authors."""
     task = _table(cfg, "task", where)
-    if task:
-        if task.get("name"):
-            imported.source_name = str(task["name"])
-            imported.name = str(task["name"])
-        imported.description = str(task.get("description") or imported.description)
-        imported.tags += [str(k) for k in task.get("keywords") or []]
-        if task.get("authors"):
-            imported.metadata["authors"] = task["authors"]
-        _unused(task, {"name", "description", "keywords", "authors"}, "[task]", notes)
+    if not task:
+        return
+    if task.get("name"):
+        imported.source_name = str(task["name"])
+        imported.name = str(task["name"])
+    imported.description = str(task.get("description") or imported.description)
+    imported.tags += [str(k) for k in task.get("keywords") or []]
+    if task.get("authors"):
+        imported.metadata["authors"] = task["authors"]
+    _unused(task, {"name", "description", "keywords", "authors"}, "[task]", imported.notes)
+
+
+def _metadata(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
+    """``[metadata]``: kept verbatim; activity, style, tags and a description read from it."""
     meta = cfg.get("metadata") or {}
-    if isinstance(meta, dict):
-        imported.metadata.update(meta)
-        imported.activity, imported.style = activity_style(meta, notes)
-        imported.tags += [str(t) for t in meta.get("tags", []) or [] if isinstance(t, str)]
-        if not imported.description and meta.get("description"):
-            imported.description = str(meta["description"])
+    if not isinstance(meta, dict):
+        return
+    imported.metadata.update(meta)
+    imported.activity, imported.style = activity_style(meta, imported.notes)
+    imported.tags += [str(t) for t in meta.get("tags", []) or [] if isinstance(t, str)]
+    if not imported.description and meta.get("description"):
+        imported.description = str(meta["description"])
+
+
+def _source(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
     if cfg.get("source"):
         imported.metadata["source"] = cfg["source"]
+
+
+def _reward_strategy(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
+    """``multi_step_reward_strategy``: recorded; evoround scores every round either way."""
     strategy = cfg.get("multi_step_reward_strategy")
-    if strategy is not None:
-        imported.metadata["multi_step_reward_strategy"] = strategy
-        if strategy not in ("mean", "final"):
-            raise ImportError_(f"{where}: multi_step_reward_strategy {strategy!r}: mean or final")
-        if strategy == "final":
-            notes.append(
-                "multi_step_reward_strategy = 'final': evoround scores every round; the "
-                "final step's reward is the Comp figure (mean reward is the mean over steps)"
-            )
+    if strategy is None:
+        return
+    imported.metadata["multi_step_reward_strategy"] = strategy
+    if strategy not in ("mean", "final"):
+        raise ImportError_(f"{where}: multi_step_reward_strategy {strategy!r}: mean or final")
+    if strategy == "final":
+        imported.notes.append(
+            "multi_step_reward_strategy = 'final': evoround scores every round; the "
+            "final step's reward is the Comp figure (mean reward is the mean over steps)"
+        )
+
+
+def _agent(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
     agent = _table(cfg, "agent", where)
     imported.agent_timeout_sec = positive_number(agent, "timeout_sec", f"{where}: agent")
-    _unused(agent, {"timeout_sec"}, "[agent]", notes)
+    _unused(agent, {"timeout_sec"}, "[agent]", imported.notes)
+
+
+def _verifier(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
+    """``[verifier]``: timeout and env; a separate verifier environment is not needed here."""
     verifier = _table(cfg, "verifier", where)
     imported.verifier_timeout_sec = positive_number(verifier, "timeout_sec", f"{where}: verifier")
-    imported.verifier_env = {str(k): str(v) for k, v in (verifier.get("env") or {}).items()}
-    mode = verifier.get("environment_mode")
-    if mode == "separate" or verifier.get("environment"):
-        notes.append(
+    imported.verifier_env = _strings(verifier.get("env"))
+    if verifier.get("environment_mode") == "separate" or verifier.get("environment"):
+        imported.notes.append(
             "[verifier] environment_mode = separate / [verifier.environment]: evoround always "
             "verifies in a fresh clone of the round's snapshot of the agent's container"
         )
-    _unused(verifier, {"timeout_sec", "env", "environment_mode", "environment"}, "[verifier]",
-            notes)  # fmt: skip
+    honoured = {"timeout_sec", "env", "environment_mode", "environment"}
+    _unused(verifier, honoured, "[verifier]", imported.notes)
+
+
+def _environment(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
+    """``[environment]``: image, resources, workdir, env, network, healthcheck, extras."""
     env = _table(cfg, "environment", where)
     if env.get("os", "linux") != "linux":
         raise ImportError_(f"{where}: [environment] os = {env['os']!r}: only linux tasks run")
@@ -180,38 +250,75 @@ def apply_config(cfg: dict[str, Any], src: Path, imported: ImportedTask) -> None
     imported.memory_mb = memory_mb_of(env.get("memory_mb") or env.get("memory"))
     if env.get("workdir"):
         imported.workdir = str(env["workdir"])
-    imported.env = {str(k): str(v) for k, v in (env.get("env") or {}).items()}
+    imported.env = _strings(env.get("env"))
+    _network(env, imported)
+    if env.get("gpus"):
+        imported.notes.append(f"[environment] gpus = {env['gpus']}: not honoured (no GPU support)")
+    hc = healthcheck_of(env.get("healthcheck"), "[environment.healthcheck]", imported.notes)
+    if hc is not None:
+        imported.metadata.setdefault("evoround_environment_healthcheck", hc)
+    honoured = set(HONOURED_ENVIRONMENT)
+    for k in NOTED_ENVIRONMENT:
+        if k in env:
+            imported.notes.append(f"[environment] {k} = {env[k]!r}: not enforced by evoround")
+            honoured.add(k)
+    _unused(env, honoured, "[environment]", imported.notes)
+
+
+def _network(env: dict[str, Any], imported: ImportedTask) -> None:
+    """``network_mode`` (public, none, allowlist) or ``allow_internet``; neither: no network."""
     net = env.get("network_mode")
     if net is not None:
         if net == "allowlist":
-            notes.append("[environment] network_mode = allowlist: evoround has no allowlist; "
-                         "the sandbox gets no network")  # fmt: skip
+            imported.notes.append(
+                "[environment] network_mode = allowlist: evoround has no allowlist; "
+                "the sandbox gets no network"
+            )
         imported.network = net == "public"
     elif "allow_internet" in env:
         imported.network = bool(env["allow_internet"])
     else:
-        notes.append(
+        imported.notes.append(
             "[environment] allow_internet: Harbor's default (true) is not applied; evoround "
             "sandboxes have no network unless [environment] network = true"
         )
-    if env.get("gpus"):
-        notes.append(f"[environment] gpus = {env['gpus']}: not honoured (no GPU support)")
-    hc = healthcheck_of(env.get("healthcheck"), "[environment.healthcheck]", notes)
-    if hc is not None:
-        imported.metadata.setdefault("evoround_environment_healthcheck", hc)
-    honoured_env = {
-        "docker_image", "cpus", "memory_mb", "memory", "workdir", "env", "network_mode",
-        "allow_internet", "healthcheck", "os", "gpus",
-    }  # fmt: skip
-    for k in ("build_timeout_sec", "storage_mb", "storage"):
-        if k in env:
-            notes.append(f"[environment] {k} = {env[k]!r}: not enforced by evoround")
-            honoured_env.add(k)
-    _unused(env, honoured_env, "[environment]", notes)
+
+
+def _solution(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
     solution = _table(cfg, "solution", where)
-    imported.solution_env = {str(k): str(v) for k, v in (solution.get("env") or {}).items()}
-    _unused(solution, {"env"}, "[solution]", notes)
-    imported.artifacts = artifacts_of(cfg.get("artifacts"), "artifacts", notes)
+    imported.solution_env = _strings(solution.get("env"))
+    _unused(solution, {"env"}, "[solution]", imported.notes)
+
+
+def _artifacts(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
+    imported.artifacts = artifacts_of(cfg.get("artifacts"), "artifacts", imported.notes)
+
+
+_PARTS: tuple[Callable[[dict[str, Any], str, ImportedTask], None], ...] = (
+    _top_level,
+    _task,
+    _metadata,
+    _source,
+    _reward_strategy,
+    _agent,
+    _verifier,
+    _environment,
+    _solution,
+    _artifacts,
+)
+"""The parts of Harbor's task.toml, in the order their notes are written."""
+
+
+def _strings(table: Any) -> dict[str, str]:
+    """An env table (``{}`` when absent) with every key and value as text."""
+    return {str(k): str(v) for k, v in (table or {}).items()}
+
+
+def apply_environment_dir(src: Path, imported: ImportedTask) -> None:
+    """``environment/`` (Dockerfile and build context) and the workspace shipped in it."""
+    env_dir = src / "environment"
+    imported.environment_dir = env_dir if env_dir.is_dir() else None
+    imported.workspace_dir = workspace_of(env_dir) if env_dir.is_dir() else None
 
 
 def environment_healthcheck(imported: ImportedTask) -> dict[str, Any] | None:
@@ -227,7 +334,7 @@ def apply_step(step: dict[str, Any], label: str, notes: list[str]) -> dict[str, 
     out["agent_timeout_sec"] = agent.get("timeout_sec")
     _unused(agent, {"timeout_sec"}, f"{label}.agent", notes)
     out["verifier_timeout_sec"] = verifier.get("timeout_sec")
-    out["verifier_env"] = {str(k): str(v) for k, v in (verifier.get("env") or {}).items()}
+    out["verifier_env"] = _strings(verifier.get("env"))
     _unused(verifier, {"timeout_sec", "env"}, f"{label}.verifier", notes)
     mr = step.get("min_reward")
     if mr is not None:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
+from evoround.tasks import ChangeType
 from evoround.tasks.importers._common import (
     ImportedRound,
     ImportedTask,
@@ -30,8 +32,12 @@ from evoround.tasks.importers._common import (
     read_toml,
     strip_canary,
 )
-from evoround.tasks.importers._harbor_config import apply_config, environment_healthcheck
-from evoround.tasks.importers._harbor_steps import ALLOWED_TYPES, _workspace_of
+from evoround.tasks.importers._harbor_config import (
+    apply_config,
+    apply_environment_dir,
+    environment_healthcheck,
+)
+from evoround.tasks.importers._harbor_steps import ALLOWED_TYPES
 
 FORMAT = "harbor-multiturn"
 ROUND = re.compile(r"^round_(\d+)$")
@@ -46,7 +52,7 @@ def detect(src: Path) -> bool:
     return (isinstance(meta, dict) and "multiround" in meta) or bool(_round_dirs(src))
 
 
-def _types(entry: dict, label: str) -> list:
+def _types(entry: dict[str, Any], label: str) -> list[ChangeType]:
     raw = entry.get("change_types")
     if raw is None and "change_type" in entry:
         raw = entry["change_type"]  # the older form: a string (or, as Harbor allows, a list)
@@ -68,15 +74,38 @@ def load(src: Path) -> ImportedTask:
     imported = ImportedTask(name=src.name, source_format=FORMAT, rounds=[], nonzero_exit="error")
     imported.source_name = src.name
     apply_config(cfg, src, imported)
+    multi = _multiround(cfg, where)
+    dirs = _round_dirs(src)
+    if not dirs:
+        raise ImportError_(f"{src}: no round_N directories")
+    n = _num_rounds(multi, dirs, src, where)
+    entries = _round_entries(multi, n, where, imported.notes)
+    for k in sorted(set(multi) - {"num_rounds", "rounds"}):
+        imported.notes.append(f"metadata.multiround.{k}: kept only in [task.metadata]")
+    _statement(src, imported)
+    env_hc = environment_healthcheck(imported)
+    for i in range(1, n + 1):
+        entry = entries[i - 1] if entries else {}
+        imported.rounds.append(_round(dirs[i], i, entry, env_hc, where, imported.notes))
+    apply_environment_dir(src, imported)
+    if cfg.get("steps"):
+        imported.notes.append("[[steps]] ignored: this is a harbor_multiturn (round_N/) task")
+    return imported
+
+
+def _multiround(cfg: dict[str, Any], where: str) -> dict[str, Any]:
+    """``[metadata.multiround]`` (``{}`` when absent)."""
     meta = cfg.get("metadata", {}) or {}
     if not isinstance(meta, dict):
         raise ImportError_(f"{where}: metadata must be a table, not {meta!r}")
     multi = meta.get("multiround", {}) or {}
     if not isinstance(multi, dict):
         raise ImportError_(f"{where}: metadata.multiround must be a table, not {multi!r}")
-    dirs = _round_dirs(src)
-    if not dirs:
-        raise ImportError_(f"{src}: no round_N directories")
+    return multi
+
+
+def _num_rounds(multi: dict[str, Any], dirs: dict[int, Path], src: Path, where: str) -> int:
+    """``num_rounds`` (default: the round_N folders), which must be exactly round_1..round_N."""
     n = multi.get("num_rounds", len(dirs))
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ImportError_(f"{where}: metadata.multiround.num_rounds must be a positive integer")
@@ -85,52 +114,62 @@ def load(src: Path) -> ImportedTask:
             f"{src}: round directories {sorted(dirs)} are not exactly round_1..round_{n} "
             "(metadata.multiround.num_rounds)"
         )
+    return n
+
+
+def _round_entries(
+    multi: dict[str, Any], n: int, where: str, notes: list[str]
+) -> list[dict[str, Any]]:
+    """``[[metadata.multiround.rounds]]``: none, or exactly round = 1..n in order."""
     entries = multi.get("rounds") or []
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ImportError_(f"{where}: metadata.multiround.rounds must be an array of tables "
-                           "([[metadata.multiround.rounds]])")  # fmt: skip
-    if entries:
-        if [e.get("round") for e in entries if isinstance(e, dict)] != list(range(1, n + 1)):
-            raise ImportError_(
-                f"{where}: [[metadata.multiround.rounds]] must list round = 1..{n} in order"
-            )
-    else:
-        imported.notes.append("no [[metadata.multiround.rounds]]: rounds have no change types")
-    for k in sorted(set(multi) - {"num_rounds", "rounds"}):
-        imported.notes.append(f"metadata.multiround.{k}: kept only in [task.metadata]")
-    top = src / "instruction.md"
-    if top.is_file():
-        statement = read_text(top)
-        imported.metadata["statement"] = statement  # the task statement, as harbor_multiturn
-        imported.description = imported.description or statement.strip().splitlines()[0][:300]
-    else:
-        imported.notes.append("no top-level instruction.md (harbor_multiturn requires one)")
-    env_hc = environment_healthcheck(imported)
-    for i in range(1, n + 1):
-        d = dirs[i]
-        instr = d / "instruction.md"
-        if not instr.is_file():
-            raise ImportError_(f"{instr}: missing instruction.md")
-        if not (d / "tests" / "test.sh").is_file():
-            raise ImportError_(f"{d}/tests/test.sh: missing")
-        entry = entries[i - 1] if entries else {}
-        label = f"{where}: metadata.multiround.rounds[{i}]"
-        extra = sorted(set(entry) - {"round", "change_types", "change_type"})
-        if extra:
-            imported.notes.append(f"{label}: keys {extra} kept only in [task.metadata]")
-        imported.rounds.append(
-            ImportedRound(
-                instruction=strip_canary(read_text(instr)),
-                solution_dir=d / "solution",
-                tests_dir=d / "tests",
-                name=d.name,
-                change_types=_types(entry, label),
-                healthcheck=env_hc,
-            )
+        raise ImportError_(
+            f"{where}: metadata.multiround.rounds must be an array of tables "
+            "([[metadata.multiround.rounds]])"
         )
-    env_dir = src / "environment"
-    imported.environment_dir = env_dir if env_dir.is_dir() else None
-    imported.workspace_dir = _workspace_of(env_dir) if env_dir.is_dir() else None
-    if cfg.get("steps"):
-        imported.notes.append("[[steps]] ignored: this is a harbor_multiturn (round_N/) task")
-    return imported
+    if not entries:
+        notes.append("no [[metadata.multiround.rounds]]: rounds have no change types")
+    elif [e.get("round") for e in entries] != list(range(1, n + 1)):
+        raise ImportError_(
+            f"{where}: [[metadata.multiround.rounds]] must list round = 1..{n} in order"
+        )
+    return entries
+
+
+def _statement(src: Path, imported: ImportedTask) -> None:
+    """The top-level instruction.md: the task's statement (kept), not sent per round."""
+    top = src / "instruction.md"
+    if not top.is_file():
+        imported.notes.append("no top-level instruction.md (harbor_multiturn requires one)")
+        return
+    statement = read_text(top)
+    imported.metadata["statement"] = statement  # the task statement, as harbor_multiturn
+    imported.description = imported.description or statement.strip().splitlines()[0][:300]
+
+
+def _round(
+    d: Path,
+    i: int,
+    entry: dict[str, Any],
+    env_hc: dict[str, Any] | None,
+    where: str,
+    notes: list[str],
+) -> ImportedRound:
+    """``round_<i>/`` with its entry of ``[[metadata.multiround.rounds]]`` (or ``{}``)."""
+    instr = d / "instruction.md"
+    if not instr.is_file():
+        raise ImportError_(f"{instr}: missing instruction.md")
+    if not (d / "tests" / "test.sh").is_file():
+        raise ImportError_(f"{d}/tests/test.sh: missing")
+    label = f"{where}: metadata.multiround.rounds[{i}]"
+    extra = sorted(set(entry) - {"round", "change_types", "change_type"})
+    if extra:
+        notes.append(f"{label}: keys {extra} kept only in [task.metadata]")
+    return ImportedRound(
+        instruction=strip_canary(read_text(instr)),
+        solution_dir=d / "solution",
+        tests_dir=d / "tests",
+        name=d.name,
+        change_types=_types(entry, label),
+        healthcheck=env_hc,
+    )

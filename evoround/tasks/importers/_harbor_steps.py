@@ -18,9 +18,11 @@ types in ``[metadata.requirement_chain]``: ``num_steps`` and ``[[...steps]]`` en
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evoround.tasks import ChangeType
 from evoround.tasks.importers._common import (
     ImportedRound,
     ImportedTask,
@@ -33,6 +35,7 @@ from evoround.tasks.importers._common import (
 )
 from evoround.tasks.importers._harbor_config import (
     apply_config,
+    apply_environment_dir,
     apply_step,
     environment_healthcheck,
 )
@@ -47,14 +50,7 @@ def detect(src: Path) -> bool:
     return bool(cfg.get("steps")) or (src / "steps").is_dir()
 
 
-def _workspace_of(env: Path) -> Path | None:
-    for name in ("workspace", "app", "files"):
-        if (env / name).is_dir():
-            return env / name
-    return None
-
-
-def chain_types(meta: dict[str, Any], where: str, notes: list[str]) -> dict[str, list]:
+def chain_types(meta: dict[str, Any], where: str, notes: list[str]) -> dict[str, list[ChangeType]]:
     """``[metadata.requirement_chain]``: step name -> change types (EvoCode-Bench 1.2)."""
     chain = meta.get("requirement_chain")
     if chain is None:
@@ -64,7 +60,7 @@ def chain_types(meta: dict[str, Any], where: str, notes: list[str]) -> dict[str,
             f"{where}: metadata.requirement_chain must be a table with [[...steps]] entries "
             "(step = <name>, change_types = [...])"
         )
-    out: dict[str, list] = {}
+    out: dict[str, list[ChangeType]] = {}
     for n, entry in enumerate(chain["steps"], start=1):
         label = f"{where}: metadata.requirement_chain.steps[{n}]"
         if not isinstance(entry, dict) or not entry.get("step"):
@@ -95,11 +91,33 @@ def load(src: Path) -> ImportedTask:
     imported = ImportedTask(name=src.name, source_format=FORMAT, rounds=[])
     imported.source_name = src.name  # Harbor: the directory name unless [task].name is set
     apply_config(cfg, src, imported)
-    notes = imported.notes
+    steps = _declared_steps(cfg, where)
+    meta = cfg.get("metadata") or {}
+    types = chain_types(meta if isinstance(meta, dict) else {}, where, imported.notes)
+    declared = [str(s.get("name") or "") for s in steps]
+    unknown = sorted(set(types) - set(declared))
+    if unknown:
+        raise ImportError_(f"{where}: metadata.requirement_chain names unknown steps {unknown}")
+    _note_undeclared_dirs(src, declared, imported.notes)
+    shared = src / "tests" if (src / "tests").is_dir() else None
+    ctx = _Steps(src, where, shared, environment_healthcheck(imported), types)
+    for n, step in enumerate(steps, start=1):
+        imported.rounds.append(_step_round(ctx, n, step, imported.notes))
+    apply_environment_dir(src, imported)
+    env_dir = src / "environment"
+    compose = ("docker-compose.yaml", "docker-compose.yml")
+    if not (env_dir / "Dockerfile").is_file() and any((env_dir / f).is_file() for f in compose):
+        raise ImportError_(f"{env_dir}: docker-compose environments are not supported")
+    return imported
+
+
+def _declared_steps(cfg: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """``[[steps]]``: tables with distinct names that are plain folder names under steps/."""
     raw_steps = cfg.get("steps") or []
     if not isinstance(raw_steps, list):
-        raise ImportError_(f"{where}: steps must be an array of tables ([[steps]]), not "
-                           f"{type(raw_steps).__name__}")  # fmt: skip
+        raise ImportError_(
+            f"{where}: steps must be an array of tables ([[steps]]), not {type(raw_steps).__name__}"
+        )
     if not raw_steps:
         raise ImportError_(f"{where}: declares no [[steps]]")
     steps: list[dict[str, Any]] = []
@@ -114,54 +132,59 @@ def load(src: Path) -> ImportedTask:
             )
         seen[name] = n
         steps.append(step)
-    meta = cfg.get("metadata") or {}
-    types = chain_types(meta if isinstance(meta, dict) else {}, where, notes)
-    declared = [str(s.get("name") or "") for s in steps]
-    unknown = sorted(set(types) - set(declared))
-    if unknown:
-        raise ImportError_(f"{where}: metadata.requirement_chain names unknown steps {unknown}")
-    if (src / "steps").is_dir():
-        extra = sorted(p.name for p in (src / "steps").iterdir() if p.is_dir())
-        extra = [x for x in extra if x not in declared]
-        if extra:
-            notes.append(f"steps/ directories not declared in [[steps]] (not run): {extra}")
-    shared = src / "tests" if (src / "tests").is_dir() else None
-    env_hc = environment_healthcheck(imported)
-    for n, step in enumerate(steps, start=1):
-        label = f"steps[{n}]"
-        name = str(step.get("name") or "")
-        d = src / "steps" / name
-        if not d.is_dir():
-            raise ImportError_(f"{where}: {label}: no directory steps/{name}")
-        instr = d / "instruction.md"
-        if not instr.is_file():
-            raise ImportError_(f"{instr}: missing instruction.md")
-        has_test = (d / "tests" / "test.sh").is_file() or (
-            shared and (shared / "test.sh").is_file()
-        )
-        if not has_test:
-            raise ImportError_(f"{d}: no tests/test.sh (neither the step's nor the task's)")
-        for k in sorted(set(step) - STEP_KEYS):
-            notes.append(f"{label}.{k} = {step[k]!r}: not a Harbor step field; not honoured")
-        per_step = apply_step(step, f"{label} ({name})", notes)
-        if per_step["healthcheck"] is None and env_hc is not None:
-            per_step["healthcheck"] = env_hc
-        imported.rounds.append(
-            ImportedRound(
-                instruction=strip_canary(read_text(instr)),
-                solution_dir=d / "solution",
-                tests_dir=d / "tests" if (d / "tests").is_dir() else None,
-                name=name,
-                change_types=types.get(name, []),
-                shared_tests_dir=shared,
-                workdir_dir=d / "workdir" if (d / "workdir").is_dir() else None,
-                **per_step,
-            )
-        )
-    env_dir = src / "environment"
-    imported.environment_dir = env_dir if env_dir.is_dir() else None
-    imported.workspace_dir = _workspace_of(env_dir) if env_dir.is_dir() else None
-    compose = ("docker-compose.yaml", "docker-compose.yml")
-    if not (env_dir / "Dockerfile").is_file() and any((env_dir / f).is_file() for f in compose):
-        raise ImportError_(f"{env_dir}: docker-compose environments are not supported")
-    return imported
+    return steps
+
+
+def _note_undeclared_dirs(src: Path, declared: list[str], notes: list[str]) -> None:
+    """Harbor runs only the declared steps: a folder under steps/ beside them is not run."""
+    if not (src / "steps").is_dir():
+        return
+    extra = sorted(p.name for p in (src / "steps").iterdir() if p.is_dir())
+    extra = [x for x in extra if x not in declared]
+    if extra:
+        notes.append(f"steps/ directories not declared in [[steps]] (not run): {extra}")
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """What every step's conversion reads from the task as a whole."""
+
+    src: Path
+    where: str
+    shared: Path | None
+    """Task-level tests/ (merged under each step's own)."""
+    env_healthcheck: dict[str, Any] | None
+    """``[environment.healthcheck]``: the healthcheck of a step without its own."""
+    types: dict[str, list[ChangeType]]
+
+
+def _step_round(ctx: _Steps, n: int, step: dict[str, Any], notes: list[str]) -> ImportedRound:
+    """Step ``n`` (1-based) as a round: its folder checked, its settings mapped."""
+    label = f"steps[{n}]"
+    name = str(step.get("name") or "")
+    d = ctx.src / "steps" / name
+    if not d.is_dir():
+        raise ImportError_(f"{ctx.where}: {label}: no directory steps/{name}")
+    instr = d / "instruction.md"
+    if not instr.is_file():
+        raise ImportError_(f"{instr}: missing instruction.md")
+    has_test = (d / "tests" / "test.sh").is_file() or (
+        ctx.shared and (ctx.shared / "test.sh").is_file()
+    )
+    if not has_test:
+        raise ImportError_(f"{d}: no tests/test.sh (neither the step's nor the task's)")
+    for k in sorted(set(step) - STEP_KEYS):
+        notes.append(f"{label}.{k} = {step[k]!r}: not a Harbor step field; not honoured")
+    per_step = apply_step(step, f"{label} ({name})", notes)
+    if per_step["healthcheck"] is None and ctx.env_healthcheck is not None:
+        per_step["healthcheck"] = ctx.env_healthcheck
+    return ImportedRound(
+        instruction=strip_canary(read_text(instr)),
+        solution_dir=d / "solution",
+        tests_dir=d / "tests" if (d / "tests").is_dir() else None,
+        name=name,
+        change_types=ctx.types.get(name, []),
+        shared_tests_dir=ctx.shared,
+        workdir_dir=d / "workdir" if (d / "workdir").is_dir() else None,
+        **per_step,
+    )

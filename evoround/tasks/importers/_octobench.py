@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evoround.tasks._loader import load_task
-from evoround.tasks._model import CheckCategory
+from evoround.tasks import CheckCategory, load_task
 from evoround.tasks.importers._common import ImportError_, slug
 
 # OctoBench spells categories several ways (SP, system_prompt, AGENTS.md, claude_md, ...).
