@@ -130,7 +130,7 @@ def leaderboard(
                     else cost.usd
                     if cost.usd is not None
                     else "unknown"
-                ),  # fmt: skip
+                ),
                 "problems": view.problems,
                 "colour": colours[view.path.name],
                 "intervals": {

@@ -26,9 +26,10 @@ by field (nothing evoround recorded is dropped: what ATIF has no field for goes 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -139,9 +140,11 @@ def metrics_of(usage: Any) -> AtifMetrics | None:
         # cache writes stay in extra too: ATIF's note on extra cost factors
     rest.pop("total_tokens", None)
     return AtifMetrics(
-        prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=cached,
         extra=rest or None,
-    )  # fmt: skip
+    )
 
 
 def _timestamp(e: dict[str, Any]) -> str | None:
@@ -155,18 +158,50 @@ def _timestamp(e: dict[str, Any]) -> str | None:
     return ts
 
 
+def _str(e: dict[str, Any], key: str) -> str | None:
+    """A string field of an event (anything else, e.g. a number, counts as missing)."""
+    v = e.get(key)
+    return v if isinstance(v, str) else None
+
+
+def _content(e: dict[str, Any]) -> str:
+    return _str(e, "content") or ""
+
+
+def _arguments(e: dict[str, Any]) -> dict[str, Any] | None:
+    args = e.get("arguments")
+    return args if isinstance(args, dict) else None
+
+
+def _last_unanswered(step: AtifStep) -> str | None:
+    """The id of the step's last tool call that has no result yet."""
+    answered = {r.source_call_id for r in (step.observation.results if step.observation else [])}
+    pending = [c.tool_call_id for c in step.tool_calls or [] if c.tool_call_id not in answered]
+    return pending[-1] if pending else None
+
+
+Source = Literal["system", "user", "agent"]
+
+
 class _Builder:
+    """Turns one round's events into ATIF steps, in order. ``open`` is the agent step tool
+    calls and results attach to (one step, one model turn); a user or system message, or
+    an error, closes it."""
+
     def __init__(self, deterministic: bool) -> None:
         self.steps: list[AtifStep] = []
         self.open: AtifStep | None = None
         self.deterministic = deterministic
         self.model_calls: list[dict[str, Any]] = []
 
-    def _add(self, source: str, message: str, e: dict[str, Any], **kw: Any) -> AtifStep:
+    def _add(self, source: Source, message: str, e: dict[str, Any], **kw: Any) -> AtifStep:
         step = AtifStep(
-            step_id=len(self.steps) + 1, timestamp=_timestamp(e), source=source,  # type: ignore[arg-type]
-            message=message, **kw,
-        )  # fmt: skip
+            step_id=len(self.steps) + 1,
+            timestamp=_timestamp(e),
+            source=source,
+            message=message,
+            **kw,
+        )
         if e.get("timestamp") is not None and step.timestamp is None:
             step.extra = {**(step.extra or {}), "evoround_timestamp": str(e["timestamp"])}
         self.steps.append(step)
@@ -198,14 +233,13 @@ class _Builder:
         return cid
 
     def result(self, e: dict[str, Any], content: str | None, source: str | None) -> None:
+        """A tool result on the open step: for ``source`` (a call id), or with no id
+        recorded for the last call still without a result. An id the step has no call for
+        is kept in ``extra``, never matched to a wrong call."""
         step = self.open if self.open is not None else self.agent_step(e)
         ids = {c.tool_call_id for c in step.tool_calls or []}
-        if source is None and step.tool_calls:  # no id recorded: the last call without result
-            answered = {
-                r.source_call_id for r in (step.observation.results if step.observation else [])
-            }
-            pending = [c.tool_call_id for c in step.tool_calls if c.tool_call_id not in answered]
-            source = pending[-1] if pending else None
+        if source is None and step.tool_calls:
+            source = _last_unanswered(step)
         extra = {k: e[k] for k in ("exit_code", "name") if e.get(k) is not None}
         if source is not None and source not in ids:
             extra["unmatched_tool_call_id"] = source  # the call is not in this step
@@ -215,40 +249,59 @@ class _Builder:
             AtifObservationResult(source_call_id=source, content=content, extra=extra or None)
         )
 
+    # ---- one handler per event type (see the module docstring for the mapping) ----
+
+    def on_message(self, e: dict[str, Any]) -> None:
+        role = e.get("role")
+        if role == "user" or role == "system":
+            self.open = None
+            self._add(role, _content(e), e)
+            return
+        step = self.agent_step(e, _content(e))
+        step.metrics = metrics_of(e.get("usage"))
+        if role not in (None, "assistant"):
+            step.extra = {**(step.extra or {}), "evoround_role": role}
+
+    def on_tool_call(self, e: dict[str, Any]) -> None:
+        args = _arguments(e)
+        self.call(e, str(e.get("name") or "unknown"), args if args is not None else {})
+
+    def on_tool_result(self, e: dict[str, Any]) -> None:
+        self.result(e, _content(e), _str(e, "tool_call_id"))
+
+    def on_command(self, e: dict[str, Any]) -> None:
+        """A shell command with its output: a ``command`` call and its result together."""
+        args = _arguments(e) or {}
+        call_args = {"command": _content(e), **{k: v for k, v in args.items() if k != "output"}}
+        cid = self.call(e, "command", call_args)
+        output = args.get("output")
+        self.result(e, output if isinstance(output, str) else None, cid)
+
+    def on_file_write(self, e: dict[str, Any]) -> None:
+        self.call(e, "file_write", {"path": e.get("name"), "content": _content(e)})
+
+    def on_model_call(self, e: dict[str, Any]) -> None:
+        self.model_calls.append({k: v for k, v in e.items() if k != "type"})
+
+    def on_other(self, e: dict[str, Any]) -> None:
+        """``error``, and any event type this exporter does not know: never dropped."""
+        self.open = None
+        evoround = {k: v for k, v in e.items() if k not in ("content", "timestamp")}
+        self._add("system", _content(e), e, extra={"evoround": evoround})
+
+    HANDLERS: ClassVar[dict[str, Callable[[_Builder, dict[str, Any]], None]]] = {
+        "message": on_message,
+        "tool_call": on_tool_call,
+        "tool_result": on_tool_result,
+        "command": on_command,
+        "file_write": on_file_write,
+        "model_call": on_model_call,
+    }
+
     def feed(self, e: dict[str, Any]) -> None:
-        kind, role = e.get("type"), e.get("role")
-        content = e.get("content") if isinstance(e.get("content"), str) else ""
-        args = e.get("arguments") if isinstance(e.get("arguments"), dict) else None
-        if kind == "message" and role in ("user", "system"):
-            self.open = None
-            self._add(role, content, e)
-        elif kind == "message":
-            step = self.agent_step(e, content)
-            step.metrics = metrics_of(e.get("usage"))
-            if role not in (None, "assistant"):
-                step.extra = {**(step.extra or {}), "evoround_role": role}
-        elif kind == "tool_call":
-            self.call(e, str(e.get("name") or "unknown"), args if args is not None else {})
-        elif kind == "tool_result":
-            tid = e.get("tool_call_id") if isinstance(e.get("tool_call_id"), str) else None
-            self.result(e, content, tid)
-        elif kind == "command":
-            call_args = {
-                "command": content,
-                **{k: v for k, v in (args or {}).items() if k != "output"},
-            }
-            cid = self.call(e, "command", call_args)
-            output = (args or {}).get("output")
-            self.result(e, output if isinstance(output, str) else None, cid)
-        elif kind == "file_write":
-            self.call(e, "file_write", {"path": e.get("name"), "content": content})
-        elif kind == "model_call":
-            self.model_calls.append({k: v for k, v in e.items() if k != "type"})
-        else:  # error, and any event type this exporter does not know: never dropped
-            self.open = None
-            self._add("system", content, e, extra={
-                "evoround": {k: v for k, v in e.items() if k not in ("content", "timestamp")}
-            })  # fmt: skip
+        kind = e.get("type")
+        handler = self.HANDLERS.get(kind) if isinstance(kind, str) else None
+        (handler or _Builder.on_other)(self, e)
 
 
 def _final(steps: list[AtifStep], calls: list[dict[str, Any]]) -> AtifFinalMetrics:
@@ -287,9 +340,9 @@ def round_trajectory(
             name=cfg.agent,
             version=(cfg.script_digest or "")[:12] or "unrecorded",
             model_name=cfg.model,
-            extra={"sandbox": cfg.sandbox} | ({"script_digest": cfg.script_digest}
-                                               if cfg.script_digest else {}),
-        ),  # fmt: skip
+            extra={"sandbox": cfg.sandbox}
+            | ({"script_digest": cfg.script_digest} if cfg.script_digest else {}),
+        ),
         steps=b.steps,
         notes=(
             f"Exported by evoround from trajectory.jsonl: round {rec.round} of {rec.n_rounds}, "
@@ -302,16 +355,23 @@ def round_trajectory(
         ),
         extra={
             "evoround": {
-                "job": view.path.name, "task": rec.task, "task_digest": rec.task_digest,
-                "mode": rec.mode.value, "attempt": rec.attempt, "round": rec.round,
-                "n_rounds": rec.n_rounds, "passed": rec.passed, "status": rec.status.value,
-                "tests_passed": rec.tests_passed, "tests_total": rec.tests_total,
+                "job": view.path.name,
+                "task": rec.task,
+                "task_digest": rec.task_digest,
+                "mode": rec.mode.value,
+                "attempt": rec.attempt,
+                "round": rec.round,
+                "n_rounds": rec.n_rounds,
+                "passed": rec.passed,
+                "status": rec.status.value,
+                "tests_passed": rec.tests_passed,
+                "tests_total": rec.tests_total,
                 "started_at": rec.started_at.isoformat(),
                 "finished_at": rec.finished_at.isoformat(),
             },
             **({"model_calls": b.model_calls} if b.model_calls else {}),
         },
-    )  # fmt: skip
+    )
 
 
 def export_atif(view: JobView) -> list[Path]:

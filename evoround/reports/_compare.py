@@ -20,7 +20,7 @@ from evoround.reports._uncertainty import (
     job_attempted,
     paired_bootstrap,
 )
-from evoround.results import JobView, RoundResult, dedupe
+from evoround.results import JobView, Metrics, RoundResult, dedupe
 
 
 class RoundFlip(BaseModel):
@@ -95,6 +95,84 @@ def _cells(view: JobView) -> dict[tuple[str, str, int, int], str]:
     return out
 
 
+SUMMARY = ("mt_at_k", "sr", "gap", "comp", "mean_reward", "state_penalty")
+"""Metrics fields the unpaired summary compares, in the order it lists them."""
+
+
+def _same_window(a: JobView, b: JobView) -> tuple[int, int | None] | None:
+    """The rounds window both jobs ran; jobs over different windows are refused, since
+    their figures cover different rounds."""
+    wa, wb = a.config.rounds_window, b.config.rounds_window
+    if (tuple(wa) if wa else None) != (tuple(wb) if wb else None):
+        raise CompareError(
+            f"{a.path.name} covers {_window_text(wa)} but {b.path.name} covers "
+            f"{_window_text(wb)} (--rounds): compare jobs run over the same window"
+        )
+    return wa
+
+
+def _delta(va: float | None, vb: float | None) -> float | None:
+    return vb - va if va is not None and vb is not None else None
+
+
+def _summary(ma: Metrics, mb: Metrics) -> dict[str, dict[str, float | None]]:
+    """Each job on all of its own tasks (unpaired): metric -> {"a", "b", "delta"}."""
+    summary = {}
+    for name in SUMMARY:
+        va, vb = getattr(ma, name), getattr(mb, name)
+        summary[name] = {"a": va, "b": vb, "delta": _delta(va, vb)}
+    return summary
+
+
+def _flips(a: JobView, b: JobView) -> list[RoundFlip]:
+    """Cells both jobs could have run whose pass/fail differs, in cell order."""
+    ca, cb = _cells(a), _cells(b)
+    flips = []
+    for key in sorted(set(ca) & set(cb)):
+        pa, pb = ca[key] == "passed", cb[key] == "passed"
+        if pa == pb:
+            continue
+        task, mode, attempt, rnd = key
+        flips.append(
+            RoundFlip(
+                task=task,
+                mode=mode,
+                attempt=attempt,
+                round=rnd,
+                a=ca[key],
+                b=cb[key],
+                direction="fixed" if pb else "broken",
+            )
+        )
+    return flips
+
+
+def _task_deltas(
+    a: JobView, b: JobView, ma: Metrics, mb: Metrics, flips: list[RoundFlip]
+) -> list[TaskDelta]:
+    """Per common task: both jobs' MT@k and SR, its flips, and whether its digest changed
+    (a flip on a changed task may be the task's doing)."""
+    ta = {t.task: t for t in ma.tasks}
+    tb = {t.task: t for t in mb.tasks}
+    tasks = []
+    for name in sorted(set(ta) & set(tb)):
+        mine = [f for f in flips if f.task == name]
+        tasks.append(
+            TaskDelta(
+                task=name,
+                n_rounds=ta[name].n_rounds,
+                mt_a=ta[name].mt_at_k if ta[name].mt_attempts else None,
+                mt_b=tb[name].mt_at_k if tb[name].mt_attempts else None,
+                sr_a=ta[name].sr,
+                sr_b=tb[name].sr,
+                digest_changed=a.config.tasks[name].digest != b.config.tasks[name].digest,
+                fixed=sum(f.direction == "fixed" for f in mine),
+                broken=sum(f.direction == "broken" for f in mine),
+            )
+        )
+    return tasks
+
+
 def compare_jobs(
     a: JobView,
     b: JobView,
@@ -106,64 +184,42 @@ def compare_jobs(
     """``k`` defaults to the smaller attempt count of the two jobs, so MT@k compares like
     with like. Jobs run over different ``--rounds`` windows are refused: their figures
     cover different rounds."""
-    wa, wb = a.config.rounds_window, b.config.rounds_window
-    if (tuple(wa) if wa else None) != (tuple(wb) if wb else None):
-        raise CompareError(
-            f"{a.path.name} covers {_window_text(wa)} but {b.path.name} covers "
-            f"{_window_text(wb)} (--rounds): compare jobs run over the same window"
-        )
+    window = _same_window(a, b)
     ma, mb = a.metrics(), b.metrics()
     common = sorted(set(a.n_rounds) & set(b.n_rounds))
     kk = k or min(a.config.attempts, b.config.attempts)
     if resamples is None:
         resamples = auto_resamples(len(a.records) + len(b.records), kk)
     paired = paired_bootstrap(
-        a.records, b.records, {t: a.n_rounds[t] for t in common},
-        kk, resamples=resamples, seed=seed,
-        attempted_a=job_attempted(a), attempted_b=job_attempted(b), window=wa,
-    )  # fmt: skip
-    summary = {}
-    for key in ("mt_at_k", "sr", "gap", "comp", "mean_reward", "state_penalty"):
-        va, vb = getattr(ma, key), getattr(mb, key)
-        delta = vb - va if va is not None and vb is not None else None
-        summary[key] = {"a": va, "b": vb, "delta": delta}
-    ca, cb = _cells(a), _cells(b)
-    flips = []
-    for key in sorted(set(ca) & set(cb)):
-        pa, pb = ca[key] == "passed", cb[key] == "passed"
-        if pa != pb:
-            task, mode, attempt, rnd = key
-            flips.append(
-                RoundFlip(
-                    task=task, mode=mode, attempt=attempt, round=rnd, a=ca[key], b=cb[key],
-                    direction="fixed" if pb else "broken",
-                )
-            )  # fmt: skip
-    ta = {t.task: t for t in ma.tasks}
-    tb = {t.task: t for t in mb.tasks}
-    tasks = []
-    for name in sorted(set(ta) & set(tb)):
-        mine = [f for f in flips if f.task == name]
-        tasks.append(
-            TaskDelta(
-                task=name, n_rounds=ta[name].n_rounds,
-                mt_a=ta[name].mt_at_k if ta[name].mt_attempts else None,
-                mt_b=tb[name].mt_at_k if tb[name].mt_attempts else None,
-                sr_a=ta[name].sr, sr_b=tb[name].sr,
-                digest_changed=a.config.tasks[name].digest != b.config.tasks[name].digest,
-                fixed=sum(f.direction == "fixed" for f in mine),
-                broken=sum(f.direction == "broken" for f in mine),
-            )
-        )  # fmt: skip
+        a.records,
+        b.records,
+        {t: a.n_rounds[t] for t in common},
+        kk,
+        resamples=resamples,
+        seed=seed,
+        attempted_a=job_attempted(a),
+        attempted_b=job_attempted(b),
+        window=window,
+    )
+    flips = _flips(a, b)
+    tasks_a, tasks_b = {t.task for t in ma.tasks}, {t.task for t in mb.tasks}
     return Comparison(
-        a=a.path.name, b=b.path.name, agent_a=a.config.agent, agent_b=b.config.agent,
-        summary=summary, paired=paired, tasks=tasks, flips=flips,
+        a=a.path.name,
+        b=b.path.name,
+        agent_a=a.config.agent,
+        agent_b=b.config.agent,
+        summary=_summary(ma, mb),
+        paired=paired,
+        tasks=_task_deltas(a, b, ma, mb, flips),
+        flips=flips,
         n_rounds_differ=[t for t in common if a.n_rounds[t] != b.n_rounds[t]],
-        only_in_a=sorted(set(ta) - set(tb)), only_in_b=sorted(set(tb) - set(ta)),
-    )  # fmt: skip
+        only_in_a=sorted(tasks_a - tasks_b),
+        only_in_b=sorted(tasks_b - tasks_a),
+    )
 
 
-def compare_tables(c: Comparison) -> Group:
+def _paired_table(c: Comparison) -> Table:
+    """B - A of every figure either job has, with interval, SE and p-value."""
     p = c.paired
     head = Table(
         title=f"A = {c.a} ({c.agent_a})   B = {c.b} ({c.agent_b})\n"
@@ -181,14 +237,28 @@ def compare_tables(c: Comparison) -> Group:
         interval = "—" if d.lo is None else f"[{pct(d.lo)}, {pct(d.hi)}]"
         pv = "—" if d.p_value is None else f"{d.p_value:.3f}"
         head.add_row(name, pct(d.a), pct(d.b), pct(d.delta), interval, pct(d.se), pv)
+    return head
+
+
+def _per_task_table(c: Comparison) -> Table:
     per_task = Table(title="Per task (percent)", title_justify="left")
     for col in ("task", "MT A", "MT B", "SR A", "SR B", "fixed", "broken", "task changed"):
         per_task.add_column(col, justify="left" if col == "task" else "right")
     for t in c.tasks:
         per_task.add_row(
-            t.task, pct(t.mt_a), pct(t.mt_b), pct(t.sr_a), pct(t.sr_b), str(t.fixed),
-            str(t.broken), "yes" if t.digest_changed else "",
-        )  # fmt: skip
+            t.task,
+            pct(t.mt_a),
+            pct(t.mt_b),
+            pct(t.sr_a),
+            pct(t.sr_b),
+            str(t.fixed),
+            str(t.broken),
+            "yes" if t.digest_changed else "",
+        )
+    return per_task
+
+
+def _flips_table(c: Comparison) -> Table:
     flips = Table(title=f"Flipped rounds ({len(c.flips)})", title_justify="left")
     for col in ("task", "run", "round", "A", "B", ""):
         flips.add_column(col)
@@ -196,12 +266,23 @@ def compare_tables(c: Comparison) -> Group:
         flips.add_row(f.task, f"{f.mode}-{f.attempt:02d}", str(f.round), f.a, f.b, f.direction)
     if not c.flips:
         flips.add_row("—", "", "", "", "", "no round flipped")
-    parts: list[Table | str] = [head, per_task, flips]
+    return flips
+
+
+def _notes(c: Comparison) -> list[str]:
+    """What was left out of the comparison, and where A's round count stood in for B's."""
+    notes = []
     if c.only_in_a or c.only_in_b:
-        parts.append(
+        notes.append(
             f"not compared: only in A: {', '.join(c.only_in_a) or '—'}; "
             f"only in B: {', '.join(c.only_in_b) or '—'}"
         )
     for t in c.n_rounds_differ:
-        parts.append(f"task {t}: the jobs recorded different round counts (A's is used)")
+        notes.append(f"task {t}: the jobs recorded different round counts (A's is used)")
+    return notes
+
+
+def compare_tables(c: Comparison) -> Group:
+    parts: list[Table | str] = [_paired_table(c), _per_task_table(c), _flips_table(c)]
+    parts += _notes(c)
     return Group(*parts)

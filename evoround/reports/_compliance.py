@@ -88,9 +88,15 @@ class Compliance(BaseModel):
 
 def _row(key: str, t: Tally, isr: float | None = None, units: int = 0) -> ComplianceRow:
     return ComplianceRow(
-        key=key, csr=t.csr, isr=isr, passed=t.passed, failed=t.failed,
-        not_applicable=t.not_applicable, error=t.error, units=units,
-    )  # fmt: skip
+        key=key,
+        csr=t.csr,
+        isr=isr,
+        passed=t.passed,
+        failed=t.failed,
+        not_applicable=t.not_applicable,
+        error=t.error,
+        units=units,
+    )
 
 
 def _isr(units: dict[object, list[CheckResult]]) -> tuple[float | None, int]:
@@ -140,8 +146,11 @@ def compute_compliance(
             if c.conflict:
                 conflicts[f"{c.id} ({c.category.value} wins over {c.wins_over})"].add(c)
             if c.result is CheckOutcome.error and len(errors) < max_errors:
-                errors.append(CheckError(task=r.task, attempt=r.attempt, round=r.round,
-                                         check=c.id, detail=c.detail))  # fmt: skip
+                errors.append(
+                    CheckError(
+                        task=r.task, attempt=r.attempt, round=r.round, check=c.id, detail=c.detail
+                    )
+                )
     isr_round, n_rounds = _isr(round_units)
     isr_attempt, _ = _isr(attempt_units)
     isr_task, _ = _isr(task_units)

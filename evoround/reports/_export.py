@@ -44,6 +44,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from evoround.results import JobView, Mode, RoundResult, RoundStatus
 from evoround.tasks import TaskFormatError, load_task
@@ -325,8 +326,19 @@ def _write_multiround_task(tdir: Path, n: int, rounds: list) -> None:
         _write(tdir / f"round_{i}" / "instruction.md", instr)
 
 
+class _RoundItem(TypedDict):
+    """One round of a trial's ``verifier/multiround_results.json``."""
+
+    round: int
+    change_type: str
+    change_types: list[str]
+    reward: float | None
+    verifier_reward: float | None
+    status: str
+
+
 def _write_multiround_trial(tr: Path, task: str, by_round: dict[int, RoundResult], n: int) -> None:
-    items = []
+    items: list[_RoundItem] = []
     for i in sorted(by_round):
         r = by_round[i]
         status = legacy_status(r)
@@ -423,8 +435,15 @@ def export_job(view: JobView, fmt: str, out: Path, attempts: int | None = None) 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"{out}: exists and is not an empty folder")
     # The scripts find a trial's task as the first task name equal to ANY part of its path.
-    taken = {"harbor_jobs", "jobs", "steps", "verifier", SR_DIR, _bucket(view),
-             _safe(view.config.job)}  # fmt: skip
+    taken = {
+        "harbor_jobs",
+        "jobs",
+        "steps",
+        "verifier",
+        SR_DIR,
+        _bucket(view),
+        _safe(view.config.job),
+    }
     taken |= set(out.resolve().parts)
     if Mode.sr in view.config.modes:  # the SR tree's task folders are named sr.<task>
         taken |= {f"{SR_PREFIX}{t}" for t in view.n_rounds}

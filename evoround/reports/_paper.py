@@ -123,7 +123,8 @@ def leaderboard_table(data: dict[str, Any], fmt: str) -> str:
     """The leaderboard with 95% intervals, as a LaTeX ``tabular`` or a Markdown table."""
     rows = data["leaderboard"]
     jobs = {j["job"]: j for j in data["jobs"]}
-    some = next(iter(jobs.values()), {}).get("uncertainty") or {}
+    first: dict[str, Any] = next(iter(jobs.values()), {})
+    some = first.get("uncertainty") or {}
     caption = (
         "Percent; in brackets the 95\\% percentile bootstrap interval over tasks"
         f" ({some.get('resamples', 0)} resamples, seed {some.get('seed', '--')})."

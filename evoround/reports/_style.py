@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from evoround.reports._readers import NOT_RECORDED
@@ -164,11 +165,15 @@ def layout(title: str, xaxis: dict[str, Any], yaxis: dict[str, Any], **extra: An
         "plot_bgcolor": "white",
         "showlegend": True,
         "legend": {
-            "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top",
-            "bgcolor": "rgba(255,255,255,0)", "font": {"size": 11},
+            "x": 1.02,
+            "xanchor": "left",
+            "y": 1,
+            "yanchor": "top",
+            "bgcolor": "rgba(255,255,255,0)",
+            "font": {"size": 11},
         },
         **extra,
-    }  # fmt: skip
+    }
 
 
 def jitter(index: int, count: int, width: float = 0.06) -> float:
@@ -176,26 +181,40 @@ def jitter(index: int, count: int, width: float = 0.06) -> float:
     return 0.0 if count <= 1 else (index - (count - 1) / 2) * width
 
 
-def error_bars(ivs: list[Interval | None]) -> dict[str, Any] | None:
+def _spread(iv: Interval | None) -> tuple[float, float] | None:
+    """(above, below) the estimate, or None when the point has no complete interval."""
+    if iv is None or iv.estimate is None or iv.lo is None or iv.hi is None:
+        return None
+    return max(0.0, iv.hi - iv.estimate), max(0.0, iv.estimate - iv.lo)
+
+
+def error_bars(ivs: Sequence[Interval | None]) -> dict[str, Any] | None:
     """Asymmetric error bars from intervals (None where a point has no interval)."""
-    plus, minus = [], []
-    for iv in ivs:
-        ok = iv is not None and None not in (iv.estimate, iv.lo, iv.hi)
-        plus.append(max(0.0, iv.hi - iv.estimate) if ok else None)  # type: ignore[union-attr,operator]
-        minus.append(max(0.0, iv.estimate - iv.lo) if ok else None)  # type: ignore[union-attr,operator]
-    if all(p is None for p in plus):
+    spreads = [_spread(iv) for iv in ivs]
+    if all(s is None for s in spreads):
         return None
     return {
-        "type": "data", "symmetric": False, "array": plus, "arrayminus": minus,
-        "thickness": 1, "width": 3,
-    }  # fmt: skip
+        "type": "data",
+        "symmetric": False,
+        "array": [s[0] if s else None for s in spreads],
+        "arrayminus": [s[1] if s else None for s in spreads],
+        "thickness": 1,
+        "width": 3,
+    }
 
 
 def line(
-    name: str, xs: list[float], ys: list[float | None], colour: str, dash: str, *,
-    group: str, true_x: list[int] | None = None, error: dict[str, Any] | None = None,
+    name: str,
+    xs: list[float],
+    ys: list[float | None],
+    colour: str,
+    dash: str,
+    *,
+    group: str,
+    true_x: list[int] | None = None,
+    error: dict[str, Any] | None = None,
     symbol: str = "circle",
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     trace: dict[str, Any] = {
         "type": "scatter",
         "mode": "lines+markers",

@@ -85,9 +85,18 @@ def leaderboard_table(views: list[JobView]) -> Table:
         caption_justify="left",
     )
     cols = (
-        "job", "agent", "k", "MT@k", "SR", "Gap", "Comp", "perfect", "reward", "cases",
+        "job",
+        "agent",
+        "k",
+        "MT@k",
+        "SR",
+        "Gap",
+        "Comp",
+        "perfect",
+        "reward",
+        "cases",
         "state pen.",
-    )  # fmt: skip
+    )
     for col in (*cols, "CSR", "ISR"):
         table.add_column(col, justify="left" if col in ("job", "agent") else "right")
     for v in views:
@@ -112,8 +121,24 @@ def leaderboard_table(views: list[JobView]) -> Table:
 
 
 def job_tables(view: JobView, *, resamples: int | None = None, seed: int = DEFAULT_SEED) -> Group:
+    """Every table of one job, in reading order: how it ran, the headline figures, then
+    per task, by round, over k (only when k > 1), failures and compliance."""
     m = view.metrics()
     u = job_uncertainty(view, resamples=resamples, seed=seed)
+    parts: list[Any] = [
+        protocol_table(view),
+        uncertainty_table(view, u),
+        per_task_table(view, m),
+        by_round_table(m, u),
+    ]
+    if len(u.curves) > 1:
+        parts.append(curves_table(u))
+    parts.append(failures_table(m))
+    parts += compliance_tables(view)
+    return Group(*parts)
+
+
+def per_task_table(view: JobView, m: Metrics) -> Table:
     per_task = Table(
         title=f"Per task — {view.path.name} ({view.config.agent})", title_justify="left"
     )
@@ -135,6 +160,16 @@ def job_tables(view: JobView, *, resamples: int | None = None, seed: int = DEFAU
             pct(t.case_score),
             ff,
         )
+    return per_task
+
+
+def _estimate(iv: Interval | None) -> str:
+    return pct(iv.estimate) if iv else "—"
+
+
+def by_round_table(m: Metrics, u: JobUncertainty) -> Table:
+    """Pass rate by round index; the "MT after fail" column only when some attempt went on
+    after a failed round (``--on-fail continue``), since it is empty otherwise."""
     by_round = Table(
         title="Pass rate by round index (percent, 95% CI); MT after pass = P(round i passes "
         "| round i-1 passed, same attempt)",
@@ -154,21 +189,32 @@ def job_tables(view: JobView, *, resamples: int | None = None, seed: int = DEFAU
             ci(p.mt if p else None),
             pct(row.sr_pass_rate),
             ci(p.sr if p else None),
-            pct(p.mt_after_pass.estimate) if p and p.mt_after_pass else "—",
+            _estimate(p.mt_after_pass if p else None),
             str(row.mt_records),
             str(row.sr_records),
         ]
         if u.continues_after_failure:
-            cells.insert(6, pct(p.mt_after_fail.estimate) if p and p.mt_after_fail else "—")
+            cells.insert(6, _estimate(p.mt_after_fail if p else None))
         by_round.add_row(*cells)
+    return by_round
+
+
+def curves_table(u: JobUncertainty) -> Table:
     curves = Table(title="MT@k and pass@k over k (percent, 95% CI)", title_justify="left")
     for col in ("k", "MT@k", "MT@k CI", "pass@k", "pass@k CI"):
         curves.add_column(col, justify="right")
     for c in u.curves:
         curves.add_row(
-            str(c.k), pct(c.mt_at_k.estimate), ci(c.mt_at_k), pct(c.pass_at_k.estimate),
+            str(c.k),
+            pct(c.mt_at_k.estimate),
+            ci(c.mt_at_k),
+            pct(c.pass_at_k.estimate),
             ci(c.pass_at_k),
-        )  # fmt: skip
+        )
+    return curves
+
+
+def failures_table(m: Metrics) -> Table:
     failures = Table(title="Failed rounds by class", title_justify="left")
     failures.add_column("mode")
     failures.add_column("class")
@@ -181,12 +227,7 @@ def job_tables(view: JobView, *, resamples: int | None = None, seed: int = DEFAU
             failures.add_row(mode.value, cls, str(rounds.get(cls, 0)), str(tests.get(cls, 0)))
     if not m.failed_rounds_by_class:
         failures.add_row("—", "no failed rounds", "0", "0")
-    parts: list[Any] = [protocol_table(view), uncertainty_table(view, u), per_task, by_round]
-    if len(u.curves) > 1:
-        parts.append(curves)
-    parts.append(failures)
-    parts += compliance_tables(view)
-    return Group(*parts)
+    return failures
 
 
 def protocol_table(view: JobView) -> Table:
@@ -213,9 +254,14 @@ def compliance_tables(view: JobView) -> list[Table]:
             t.add_column(col, justify="right")
         for row in rows:
             t.add_row(
-                row.key, pct(row.csr), pct(row.isr), str(row.passed), str(row.failed),
-                str(row.not_applicable), str(row.error),
-            )  # fmt: skip
+                row.key,
+                pct(row.csr),
+                pct(row.isr),
+                str(row.passed),
+                str(row.failed),
+                str(row.not_applicable),
+                str(row.error),
+            )
         return t
 
     summary = Table(
@@ -225,9 +271,14 @@ def compliance_tables(view: JobView) -> list[Table]:
     for col in ("CSR", "ISR round", "ISR attempt", "ISR task", "scored", "n/a", "errors"):
         summary.add_column(col, justify="right")
     summary.add_row(
-        pct(c.csr), pct(c.isr_round), pct(c.isr_attempt), pct(c.isr_task),
-        str(c.totals.passed + c.totals.failed), str(c.totals.not_applicable), str(c.totals.error),
-    )  # fmt: skip
+        pct(c.csr),
+        pct(c.isr_round),
+        pct(c.isr_attempt),
+        pct(c.isr_task),
+        str(c.totals.passed + c.totals.failed),
+        str(c.totals.not_applicable),
+        str(c.totals.error),
+    )
     out = [
         summary,
         table("Compliance by category", "category", c.by_category),
@@ -270,8 +321,13 @@ def job_json(
 def _cost_json(view: JobView) -> dict[str, Any]:
     """USD is null when unknown (some round unpriced) or when no round reported usage."""
     c = cost_of(view.records)
-    return {"usd": c.usd, "tokens": c.tokens, "rounds_with_usage": c.rounds_with_usage,
-            "rounds_unpriced": c.rounds_unpriced, "text": str(c)}  # fmt: skip
+    return {
+        "usd": c.usd,
+        "tokens": c.tokens,
+        "rounds_with_usage": c.rounds_with_usage,
+        "rounds_unpriced": c.rounds_unpriced,
+        "text": str(c),
+    }
 
 
 def integrity_violations(view: JobView) -> list[dict[str, Any]]:

@@ -194,17 +194,33 @@ def report_stats(records: list[RoundResult], n_rounds: dict[str, int], k: int, *
     attempts passed whole: ``perfect`` where the metrics define it, else ``comp``)."""
     m = _metrics(records, n_rounds, k, **kw)
     out = _headline(m, records)
+    out |= _round_stats(m, records)
+    out |= _curve_stats(m, records, n_rounds, k, **kw)
+    return out
+
+
+def _round_stats(m: Metrics, records: list[RoundResult]) -> Stats:
+    """``round.<i>.mt`` / ``.sr`` pass rates and ``.mt_after_pass`` / ``.mt_after_fail``."""
+    out: Stats = {}
     for row in m.by_round:
         out[f"round.{row.round}.mt"] = getattr(row, "mt_pass_rate", None)
         out[f"round.{row.round}.sr"] = getattr(row, "sr_pass_rate", None)
     for i, (pp, n_p, pf, n_f) in conditional_pass(records).items():
         out[f"round.{i}.mt_after_pass"] = pp / n_p if n_p else None
         out[f"round.{i}.mt_after_fail"] = pf / n_f if n_f else None
+    return out
+
+
+def _curve_stats(
+    m: Metrics, records: list[RoundResult], n_rounds: dict[str, int], k: int, **kw: Any
+) -> Stats:
+    """``curve.<j>.MT@k`` and ``curve.<j>.pass@k`` for j = 1..k (``m``: the metrics at k)."""
     mt = [r for r in records if r.mode is Mode.mt]
     attempts: dict[str, set[int]] = defaultdict(set)
     for r in mt:
         attempts[r.task].add(r.attempt)
     order = {t: sorted(a) for t, a in attempts.items()}
+    out: Stats = {}
     for j in range(1, k + 1):
         if j == k:
             mj = m
@@ -363,6 +379,64 @@ def bootstrap(
     return Uncertainty(resamples=resamples, seed=seed, n_tasks=len(nr), k=k, figures=figures)
 
 
+def _within(attempted: Mapping[str, int] | None, nr: dict[str, int]) -> dict[str, int] | None:
+    """The started-attempt counts of the common tasks only (None when the job has none)."""
+    return {t: n for t, n in attempted.items() if t in nr} if attempted else None
+
+
+def _p_value(vals: list[float]) -> float:
+    """Two-sided: ``min(1, 2 * min(P*(d <= 0), P*(d >= 0)))`` with the +1 correction."""
+    arr = np.round(np.asarray(vals), 12)
+    n = len(arr)
+    below = (np.sum(arr <= 0) + 1) / (n + 1)
+    above = (np.sum(arr >= 0) + 1) / (n + 1)
+    return float(min(1.0, 2 * min(below, above)))
+
+
+def _paired_diff(va: float | None, vb: float | None, vals: list[float]) -> PairedDiff:
+    """One figure's B - A with its interval and p-value (none when undefined or unsampled)."""
+    delta = vb - va if va is not None and vb is not None else None
+    if delta is None or not vals:
+        return PairedDiff(a=va, b=vb, delta=delta, defined=len(vals))
+    lo, hi, se = _summary(vals)
+    return PairedDiff(
+        a=va, b=vb, delta=delta, lo=lo, hi=hi, se=se, p_value=_p_value(vals), defined=len(vals)
+    )
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """Both jobs restricted to the common tasks: what every paired resample draws from."""
+
+    records_a: list[RoundResult]
+    records_b: list[RoundResult]
+    attempted_a: dict[str, int] | None
+    attempted_b: dict[str, int] | None
+    n_rounds: dict[str, int]
+
+
+def _paired_resamples(
+    pair: _Pair, k: int, statistic: Statistic, resamples: int, seed: int, window: Any
+) -> dict[str, list[float]]:
+    """B - A of every figure on each resample where both are defined; the same tasks and
+    attempt order are drawn for A and B."""
+    diffs: dict[str, list[float]] = defaultdict(list)
+    if resamples <= 0 or not pair.n_rounds:
+        return diffs
+    nr = pair.n_rounds
+    pools = [
+        _Pool.of(pair.records_a, nr, pair.attempted_a),
+        _Pool.of(pair.records_b, nr, pair.attempted_b),
+    ]
+    for [(xa, na, ka), (xb, nb, kb)] in _draws(sorted(nr), pools, resamples, seed, window):
+        sa, sb = statistic(xa, na, k, **ka), statistic(xb, nb, k, **kb)
+        for name in sa.keys() & sb.keys():
+            va, vb = sa[name], sb[name]
+            if va is not None and vb is not None:
+                diffs[name].append(vb - va)
+    return diffs
+
+
 def paired_bootstrap(
     records_a: Iterable[RoundResult],
     records_b: Iterable[RoundResult],
@@ -379,38 +453,20 @@ def paired_bootstrap(
     """B - A for every figure, on the tasks of ``n_rounds`` (the tasks both jobs ran), over
     the rounds ``window`` both jobs ran (``--rounds``; None: all rounds)."""
     nr = dict(n_rounds)
-    ra = [r for r in records_a if r.task in nr]
-    rb = [r for r in records_b if r.task in nr]
-    at_a = {t: n for t, n in (attempted_a or {}).items() if t in nr} if attempted_a else None
-    at_b = {t: n for t, n in (attempted_b or {}).items() if t in nr} if attempted_b else None
-    pa = statistic(ra, nr, k, attempted=at_a, window=window)
-    pb = statistic(rb, nr, k, attempted=at_b, window=window)
-    diffs: dict[str, list[float]] = defaultdict(list)
-    if resamples > 0 and nr:
-        pools = [_Pool.of(ra, nr, at_a), _Pool.of(rb, nr, at_b)]
-        for [(xa, na, ka), (xb, nb, kb)] in _draws(sorted(nr), pools, resamples, seed, window):
-            sa, sb = statistic(xa, na, k, **ka), statistic(xb, nb, k, **kb)
-            for name in sa.keys() & sb.keys():
-                va, vb = sa[name], sb[name]
-                if va is not None and vb is not None:
-                    diffs[name].append(vb - va)
-    figures = {}
-    for name in pa.keys() | pb.keys():
-        va, vb = pa.get(name), pb.get(name)
-        delta = vb - va if va is not None and vb is not None else None
-        vals = diffs.get(name, [])
-        if delta is None or not vals:
-            figures[name] = PairedDiff(a=va, b=vb, delta=delta, defined=len(vals))
-            continue
-        lo, hi, se = _summary(vals)
-        arr = np.round(np.asarray(vals), 12)
-        n = len(arr)
-        below = (np.sum(arr <= 0) + 1) / (n + 1)
-        above = (np.sum(arr >= 0) + 1) / (n + 1)
-        p = float(min(1.0, 2 * min(below, above)))
-        figures[name] = PairedDiff(
-            a=va, b=vb, delta=delta, lo=lo, hi=hi, se=se, p_value=p, defined=n
-        )
+    pair = _Pair(
+        records_a=[r for r in records_a if r.task in nr],
+        records_b=[r for r in records_b if r.task in nr],
+        attempted_a=_within(attempted_a, nr),
+        attempted_b=_within(attempted_b, nr),
+        n_rounds=nr,
+    )
+    pa = statistic(pair.records_a, nr, k, attempted=pair.attempted_a, window=window)
+    pb = statistic(pair.records_b, nr, k, attempted=pair.attempted_b, window=window)
+    diffs = _paired_resamples(pair, k, statistic, resamples, seed, window)
+    figures = {
+        name: _paired_diff(pa.get(name), pb.get(name), diffs.get(name, []))
+        for name in pa.keys() | pb.keys()
+    }
     ordered = {n: figures[n] for n in [*pa, *(x for x in pb if x not in pa)]}
     return PairedComparison(
         resamples=resamples, seed=seed, k=k, common_tasks=len(nr), figures=ordered
@@ -459,12 +515,19 @@ def structure(u: Uncertainty) -> JobUncertainty:
             head[name] = iv
     empty = Interval(estimate=None)
     return JobUncertainty(
-        resamples=u.resamples, seed=u.seed, level=u.level, n_tasks=u.n_tasks, k=u.k,
+        resamples=u.resamples,
+        seed=u.seed,
+        level=u.level,
+        n_tasks=u.n_tasks,
+        k=u.k,
         headline=head,
         by_round=[
             RoundProfile(
-                round=i, mt=r.get("mt", empty), sr=r.get("sr", empty),
-                mt_after_pass=r.get("mt_after_pass"), mt_after_fail=r.get("mt_after_fail"),
+                round=i,
+                mt=r.get("mt", empty),
+                sr=r.get("sr", empty),
+                mt_after_pass=r.get("mt_after_pass"),
+                mt_after_fail=r.get("mt_after_fail"),
             )
             for i, r in sorted(rounds.items())
         ],
@@ -476,7 +539,7 @@ def structure(u: Uncertainty) -> JobUncertainty:
             r.get("mt_after_fail") is not None and r["mt_after_fail"].estimate is not None
             for r in rounds.values()
         ),
-    )  # fmt: skip
+    )
 
 
 def job_attempted(view: JobView) -> dict[str, int] | None:
@@ -511,10 +574,15 @@ def job_uncertainty(
     if resamples is None:
         resamples = auto_resamples(len(view.records), view.config.attempts)
     u = bootstrap(
-        view.records, view.n_rounds, view.config.attempts,
-        statistic=report_stats, resamples=resamples, seed=seed,
-        attempted=job_attempted(view), window=getattr(view.config, "rounds_window", None),
-    )  # fmt: skip
+        view.records,
+        view.n_rounds,
+        view.config.attempts,
+        statistic=report_stats,
+        resamples=resamples,
+        seed=seed,
+        attempted=job_attempted(view),
+        window=getattr(view.config, "rounds_window", None),
+    )
     out = structure(u)
     if len(_CACHE) > 64:
         _CACHE.clear()
