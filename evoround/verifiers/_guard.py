@@ -335,9 +335,23 @@ FRESH_GRACE = 30.0
 """Seconds the fresh copy may take beyond twice the real run's test loop (see the runner)."""
 
 _WORDS = (
-    "totals", "parsing", "edges", "format", "roundtrip", "limits", "config", "values",
-    "inputs", "defaults", "errors", "ordering", "merge", "paths", "unicode", "cache",
-)  # fmt: skip
+    "totals",
+    "parsing",
+    "edges",
+    "format",
+    "roundtrip",
+    "limits",
+    "config",
+    "values",
+    "inputs",
+    "defaults",
+    "errors",
+    "ordering",
+    "merge",
+    "paths",
+    "unicode",
+    "cache",
+)
 
 
 @dataclass(frozen=True)

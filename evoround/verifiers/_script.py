@@ -118,8 +118,9 @@ def parse_reward_files(json_raw: bytes | None, txt_raw: bytes | None) -> dict[st
 
 def parse_reward(raw: bytes, name: str) -> float:
     """One reward file on its own (``reward.txt`` or ``reward.json``): its ``reward`` value."""
-    rewards = parse_reward_files(raw if name.endswith(".json") else None,
-                                 None if name.endswith(".json") else raw)  # fmt: skip
+    rewards = parse_reward_files(
+        raw if name.endswith(".json") else None, None if name.endswith(".json") else raw
+    )
     if "reward" not in rewards:
         raise RewardError(f"{name} has no 'reward' value")
     return rewards["reward"]

@@ -296,8 +296,12 @@ def make_guard(
     channel = f"{base}/{channel_dir}/{secrets.token_hex(6)}.log"
     mark = f"{rng.choice(_ADJ).upper()}_{rng.choice(_NOUN).upper()}_{secrets.token_hex(3).upper()}"
     source = PLUGIN
-    for key, value in (("NONCE", nonce), ("CHANNEL", channel), ("MARK", mark),
-                       ("WORKDIR", workdir)):  # fmt: skip
+    for key, value in (
+        ("NONCE", nonce),
+        ("CHANNEL", channel),
+        ("MARK", mark),
+        ("WORKDIR", workdir),
+    ):
         source = source.replace(f"@{key}@", json.dumps(value))
     source += plugin_source(twins or {})
     dist = f"{plugin_dir}/{module}-0.dist-info"

@@ -407,9 +407,15 @@ def plan_twins(
         if uses_helper:
             a, b, t, k, o = namer.locals_(5, w, {helper})
             helper_src = _HELPER.format(
-                name=helper, a=a, b=b, t=t, k=k, o=o,
-                token=secrets.token_hex(6), shift=rng.randrange(10**6, 10**9),
-            )  # fmt: skip
+                name=helper,
+                a=a,
+                b=b,
+                t=t,
+                k=k,
+                o=o,
+                token=secrets.token_hex(6),
+                shift=rng.randrange(10**6, 10**9),
+            )
         plan.sources[path] = f"{text}{helper_src}\n\n{twin}\n"
         fixed = _fixed_instances(fn, _module_literals(trees[path]))
         plan.twins.append(Twin(path, fn.name, name, host.node.name if host else "", fixed))

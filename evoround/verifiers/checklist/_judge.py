@@ -122,8 +122,11 @@ def render_evidence(ev: RoundEvidence, cfg: JudgeConfig) -> str:
         lines.append("(not available)")
     else:
         budget = cfg.max_diff_chars
-        for status, paths in (("added", ev.diff.added), ("modified", ev.diff.modified),
-                              ("deleted", ev.diff.deleted)):  # fmt: skip
+        for status, paths in (
+            ("added", ev.diff.added),
+            ("modified", ev.diff.modified),
+            ("deleted", ev.diff.deleted),
+        ):
             for p in paths:
                 lines.append(f"--- {status}: {p}")
                 if status != "deleted" and budget > 0:
@@ -218,9 +221,14 @@ def _cache_key(spec: CheckSpec, evidence_text: str, cfg: JudgeConfig) -> str:
 def judge_check(spec: CheckSpec, ev: RoundEvidence, cfg: JudgeConfig | None) -> CheckResult:
     """Score one judge check; every failure mode ends as ``error`` with the reason."""
     base: dict[str, Any] = dict(
-        id=spec.id, category=spec.category, kind=spec.kind, scope=spec.scope, round=ev.round,
-        wins_over=spec.wins_over, conflict=spec.wins_over is not None,
-    )  # fmt: skip
+        id=spec.id,
+        category=spec.category,
+        kind=spec.kind,
+        scope=spec.scope,
+        round=ev.round,
+        wins_over=spec.wins_over,
+        conflict=spec.wins_over is not None,
+    )
     if cfg is None or not cfg.model:
         return CheckResult(**base, result=CheckOutcome.error, detail="no judge model configured")
     base["judge_model"] = cfg.model

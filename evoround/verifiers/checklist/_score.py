@@ -51,8 +51,14 @@ def score_checks(
     for spec in specs:
         if spec.kind is CheckKind.rule:
             if not spec.rule:
-                out.append(_result(spec, ev.round, result=CheckOutcome.error,
-                                   detail="rule check without a 'rule' name"))  # fmt: skip
+                out.append(
+                    _result(
+                        spec,
+                        ev.round,
+                        result=CheckOutcome.error,
+                        detail="rule check without a 'rule' name",
+                    )
+                )
                 continue
             v = run_rule(spec.rule, dict(spec.params), ev)
             out.append(
@@ -62,8 +68,14 @@ def score_checks(
             try:
                 out.append(judge_check(spec, ev, judge))
             except Exception as e:  # belt and braces: judge_check already maps failures
-                out.append(_result(spec, ev.round, result=CheckOutcome.error,
-                                   detail=f"judge crashed: {type(e).__name__}: {e}"))  # fmt: skip
+                out.append(
+                    _result(
+                        spec,
+                        ev.round,
+                        result=CheckOutcome.error,
+                        detail=f"judge crashed: {type(e).__name__}: {e}",
+                    )
+                )
     return out
 
 
