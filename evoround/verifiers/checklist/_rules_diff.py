@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from evoround.results import Evidence
@@ -143,6 +144,9 @@ def file_naming(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     )
 
 
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
 def _py_defs(src: str | None, kind: str) -> dict[str, tuple[int, bool]]:
     """name -> (line, has docstring) of module-level and class-level defs of ``kind``."""
     if not src:
@@ -151,7 +155,7 @@ def _py_defs(src: str | None, kind: str) -> dict[str, tuple[int, bool]]:
         tree = parse_ast(src)
     except SyntaxError:
         return {}
-    kinds: tuple[type, ...] = {
+    kinds: tuple[type[_Def], ...] = {
         "function": (ast.FunctionDef, ast.AsyncFunctionDef),
         "class": (ast.ClassDef,),
         "any": (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef),
@@ -159,7 +163,7 @@ def _py_defs(src: str | None, kind: str) -> dict[str, tuple[int, bool]]:
     out: dict[str, tuple[int, bool]] = {}
     for node in ast.walk(tree):
         if isinstance(node, kinds):
-            out[node.name] = (node.lineno, ast.get_docstring(node) is not None)  # type: ignore[arg-type]
+            out[node.name] = (node.lineno, ast.get_docstring(node) is not None)
     return out
 
 
@@ -235,21 +239,26 @@ def stdlib_only(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
             tree = parse_ast(ev.diff.text_after(f) or "")
         except SyntaxError:
             continue
-        for node in ast.walk(tree):
-            mods: list[str] = []
-            if isinstance(node, ast.Import):
-                mods = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                mods = [node.module]
-            for m in mods:
-                top = m.split(".")[0]
-                if top not in sys.stdlib_module_names and top not in local and top not in allow:
-                    bad.append(Evidence(kind="file", path=f"{f}:{node.lineno}", excerpt=m))
+        for node, m in _absolute_imports(tree):
+            top = m.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in local and top not in allow:
+                bad.append(Evidence(kind="file", path=f"{f}:{node.lineno}", excerpt=m))
     return (
         Verdict(FAIL, f"{len(bad)} third-party import(s)", bad)
         if bad
         else Verdict(PASS, f"{len(files)} file(s) stdlib-only")
     )
+
+
+def _absolute_imports(tree: ast.Module) -> Iterable[tuple[ast.Import | ast.ImportFrom, str]]:
+    """(statement, module) of every absolute import anywhere in the file, in walk order
+    (a relative import is a local module)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield node, a.name
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node, node.module
 
 
 # ---- commits ----------------------------------------------------------------------------
