@@ -71,21 +71,24 @@ def literal_value(node: ast.AST) -> object:
     """The value of a plain literal, or :data:`NO` (finite numbers, text, bytes, booleans,
     ``None`` and lists, tuples, dicts and sets of them)."""
     try:
-        value = ast.literal_eval(node)  # type: ignore[arg-type]
+        value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return NO
     return value if _plain(value) else NO
 
 
 def _plain(v: object) -> bool:
-    if v is None or type(v) in (bool, int, str, bytes):
+    """Exact builtin types only (``type(v)``, not ``isinstance``): a subclass may compare
+    or print in its own way. The ``isinstance`` tests repeat the type test for the checker."""
+    t = type(v)
+    if v is None or t in (bool, int, str, bytes):
         return True
-    if type(v) in (float, complex):
-        return all(math.isfinite(x) for x in (complex(v).real, complex(v).imag))  # type: ignore[arg-type]
-    if type(v) in (list, tuple, set, frozenset):
-        return all(_plain(x) for x in v)  # type: ignore[attr-defined]
-    if type(v) is dict:
-        return all(_plain(k) and _plain(x) for k, x in v.items())  # type: ignore[attr-defined]
+    if t in (float, complex) and isinstance(v, float | complex):
+        return all(math.isfinite(x) for x in (complex(v).real, complex(v).imag))
+    if t in (list, tuple, set, frozenset) and isinstance(v, list | tuple | set | frozenset):
+        return all(_plain(x) for x in v)
+    if t is dict and isinstance(v, dict):
+        return all(_plain(k) and _plain(x) for k, x in v.items())
     return False
 
 
@@ -95,39 +98,89 @@ def alter(v: object, rng: random.Random) -> object:
     large random amount (beyond any ``places`` or ``approx`` tolerance), text gains a random
     token, a container changes one element that way or gains a token; ``True``, ``False``
     and ``None`` have no such value (:data:`NO`: the check is then left to the helper)."""
-    t = type(v)
-    if v is None or t is bool:
+    change = _ALTERS.get(type(v))
+    return NO if change is None else change(v, rng)
+
+
+def _alter_real(v: object, rng: random.Random) -> object:
+    """Away from zero by more than the value itself, so the sign never flips back near it."""
+    if not isinstance(v, int | float):
         return NO
-    if t in (int, float, complex):
-        sign = -1 if t is not complex and v < 0 else 1  # type: ignore[operator]
-        new = v + sign * (rng.randrange(10**6, 10**9) + abs(v))  # type: ignore[operator]
-        if t is float and (not math.isfinite(new) or new == v):
-            return NO
-        return new
-    if t is str:
-        return _alter_text(v, rng)  # type: ignore[arg-type]
-    if t is bytes:
-        return _alter_text(v.decode("latin-1"), rng).encode("latin-1")  # type: ignore[attr-defined]
-    if t in (list, tuple):
-        items = list(v)  # type: ignore[call-overload]
-        for i in rng.sample(range(len(items)), len(items)):
-            new = alter(items[i], rng)
-            if new is not NO:
-                items[i] = new
-                return t(items)
-        return t([*items, _token(rng)])
-    if t is dict:
-        d = dict(v)  # type: ignore[call-overload]
-        for k in rng.sample(list(d), len(d)):
-            new = alter(d[k], rng)
-            if new is not NO:
-                d[k] = new
-                return d
-        d[_token(rng)] = _token(rng)
-        return d
-    if t in (set, frozenset):
-        return t({*v, _token(rng)})  # type: ignore[misc]
-    return NO
+    sign = -1 if v < 0 else 1
+    new = v + sign * (rng.randrange(10**6, 10**9) + abs(v))
+    if type(v) is float and (not math.isfinite(new) or new == v):
+        return NO  # too large to move (inf, or the step is lost in rounding)
+    return new
+
+
+def _alter_complex(v: object, rng: random.Random) -> object:
+    if not isinstance(v, complex):
+        return NO
+    return v + (rng.randrange(10**6, 10**9) + abs(v))
+
+
+def _alter_str(v: object, rng: random.Random) -> object:
+    return _alter_text(v, rng) if isinstance(v, str) else NO
+
+
+def _alter_bytes(v: object, rng: random.Random) -> object:
+    if not isinstance(v, bytes):
+        return NO
+    return _alter_text(v.decode("latin-1"), rng).encode("latin-1")
+
+
+def _alter_sequence(v: object, rng: random.Random) -> object:
+    """One element (in random order) changed, or a token appended when none can be."""
+    if not isinstance(v, list | tuple):
+        return NO
+    items = list(v)
+    for i in rng.sample(range(len(items)), len(items)):
+        new = alter(items[i], rng)
+        if new is not NO:
+            items[i] = new
+            return _same_sequence(v, items)
+    return _same_sequence(v, [*items, _token(rng)])
+
+
+def _same_sequence(v: list[object] | tuple[object, ...], items: list[object]) -> object:
+    return tuple(items) if type(v) is tuple else list(items)
+
+
+def _alter_dict(v: object, rng: random.Random) -> object:
+    """One value (in random key order) changed, or a new token key when none can be."""
+    if not isinstance(v, dict):
+        return NO
+    d = dict(v)
+    for k in rng.sample(list(d), len(d)):
+        new = alter(d[k], rng)
+        if new is not NO:
+            d[k] = new
+            return d
+    d[_token(rng)] = _token(rng)
+    return d
+
+
+def _alter_set(v: object, rng: random.Random) -> object:
+    if not isinstance(v, set | frozenset):
+        return NO
+    grown = {*v, _token(rng)}
+    return frozenset(grown) if type(v) is frozenset else grown
+
+
+_ALTERS: dict[type, Callable[[object, random.Random], object]] = {
+    int: _alter_real,
+    float: _alter_real,
+    complex: _alter_complex,
+    str: _alter_str,
+    bytes: _alter_bytes,
+    list: _alter_sequence,
+    tuple: _alter_sequence,
+    dict: _alter_dict,
+    set: _alter_set,
+    frozenset: _alter_set,
+}
+"""How :func:`alter` changes each exact builtin type (``bool`` and ``None`` are absent:
+they have no value that every honest result differs from)."""
 
 
 def _token(rng: random.Random) -> str:
@@ -205,13 +258,32 @@ def own_nodes(fn: ast.FunctionDef) -> Iterable[ast.AST]:
                 todo.append(child)
 
 
-def _pairs(node: ast.AST, scope: Scope) -> tuple[ast.AST, list[ast.expr], str] | None:
+Pair = tuple[ast.AST, list[ast.expr], str]
+"""(holder, [left, right, ...], kind) of one equality check (see :func:`_pairs`)."""
+
+
+def _pairs(node: ast.AST, scope: Scope) -> Pair | None:
     """(holder, [left, right], kind) of an equality check: ``assert L == R``,
     ``self.assertTrue(L == R)`` or ``self.assertEqual(L, R, ...)`` (kind: "almost" for the
     approximate ones, "eq" otherwise). The holder's operands are replaced in place."""
     if isinstance(node, ast.Assert):
-        cmp = node.test
-    elif (
+        return _eq_compare(node.test)
+    method = _unittest_method(node, scope)
+    if method is None:
+        return None
+    call, name = method
+    if name in TRUTH_METHODS and call.args:
+        return _eq_compare(call.args[0])
+    if name in EQUAL_METHODS and len(call.args) >= 2:
+        return _equal_method(call, name)
+    return None
+
+
+def _unittest_method(node: ast.AST, scope: Scope) -> tuple[ast.Call, str] | None:
+    """(call, method name) of a plain ``self.<method>(...)`` call in a genuine
+    ``unittest.TestCase`` (no ``*args`` or ``**kwargs``, whose operands the text cannot
+    tell), else None."""
+    if not (
         scope.unittest_self
         and isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -220,26 +292,33 @@ def _pairs(node: ast.AST, scope: Scope) -> tuple[ast.AST, list[ast.expr], str] |
         and not any(isinstance(a, ast.Starred) for a in node.args)
         and all(k.arg is not None for k in node.keywords)
     ):
-        name = node.func.attr
-        if name in TRUTH_METHODS and node.args:
-            cmp = node.args[0]
-        elif name in EQUAL_METHODS and len(node.args) >= 2:
-            kws = {k.arg for k in node.keywords}
-            if name in _ALMOST:
-                places = [k.value for k in node.keywords if k.arg == "places"] + node.args[2:3]
-                if "delta" in kws or not all(
-                    type(literal_value(p)) is int and literal_value(p) >= 0  # type: ignore[operator]
-                    for p in places
-                ):
-                    return None
-                return (node, node.args, "almost")
-            if kws - _KEYWORDS or len(node.args) > 3:
-                return None
-            return (node, node.args, "eq")
-        else:
-            return None
-    else:
         return None
+    return node, node.func.attr
+
+
+def _equal_method(call: ast.Call, name: str) -> Pair | None:
+    """``self.assertEqual(first, second, ...)`` and friends; an approximate one only with
+    its default or a literal ``places`` (a ``delta`` or a computed ``places`` could make any
+    changed number "almost equal")."""
+    kws = {k.arg for k in call.keywords}
+    if name in _ALMOST:
+        places = [k.value for k in call.keywords if k.arg == "places"] + call.args[2:3]
+        if "delta" in kws or not all(_whole_number(p) for p in places):
+            return None
+        return (call, call.args, "almost")
+    if kws - _KEYWORDS or len(call.args) > 3:
+        return None
+    return (call, call.args, "eq")
+
+
+def _whole_number(node: ast.expr) -> bool:
+    """A literal ``int`` (exactly, not ``bool``) of at least 0."""
+    value = literal_value(node)
+    return type(value) is int and isinstance(value, int) and value >= 0
+
+
+def _eq_compare(cmp: ast.expr) -> Pair | None:
+    """``L == R`` (one ``==``, nothing chained) as (the comparison, [L, R], "eq")."""
     if (
         isinstance(cmp, ast.Compare)
         and len(cmp.ops) == 1
@@ -256,8 +335,8 @@ def _replace(holder: ast.AST, index: int, new: ast.expr) -> None:
             holder.left = new
         else:
             holder.comparators[0] = new
-    else:
-        holder.args[index] = new  # type: ignore[attr-defined]
+    elif isinstance(holder, ast.Call):  # _pairs makes no other holder
+        holder.args[index] = new
 
 
 def _expected(
@@ -265,27 +344,29 @@ def _expected(
 ) -> ast.expr | None:
     """``node`` changed into a certainly different expected value, or None when the text does
     not say that ``node`` is an expectation."""
-    number = (int, float)
-    value: object = NO
     if isinstance(node, ast.Name) and node.id in scope.bound:
         value = scope.bound[node.id]
     elif isinstance(node, ast.Name) and node.id in scope.params:
         return ast.Call(ast.Name(helper, ast.Load()), [node], [])
-    elif _is_approx(node) and kind == "eq":
-        call = node  # approx(<literal>) with pytest's default tolerances only
-        assert isinstance(call, ast.Call)
-        if len(call.args) == 1 and not call.keywords:
-            inner = literal_value(call.args[0])
-            new = alter(inner, rng) if inner is not NO else NO
-            if new is not NO:
-                return ast.Call(call.func, [value_node(new)], [])
-        return None
+    elif isinstance(node, ast.Call) and _is_approx(node) and kind == "eq":
+        return _changed_approx(node, rng)
     else:
         value = literal_value(node)
-    if value is NO or (kind == "almost" and type(value) not in number):
-        return None
+    if value is NO or (kind == "almost" and type(value) not in (int, float)):
+        return None  # an approximate check compares numbers only
     new = alter(value, rng)
     return None if new is NO else value_node(new)
+
+
+def _changed_approx(call: ast.Call, rng: random.Random) -> ast.expr | None:
+    """``approx(<literal>)`` with pytest's default tolerances only (a tolerance given in the
+    text could be wide enough to take in the changed value)."""
+    if len(call.args) == 1 and not call.keywords:
+        inner = literal_value(call.args[0])
+        new = alter(inner, rng) if inner is not NO else NO
+        if new is not NO:
+            return ast.Call(call.func, [value_node(new)], [])
+    return None
 
 
 def rewrite_checks(
@@ -304,67 +385,88 @@ def rewrite_checks(
             continue
         holder, operands, kind = found
         left, right = operands[0], operands[1]
-        sure = None
-        for index, side, other in ((1, right, left), (0, left, right)):
-            if _looks_like_matcher(other):  # it may honestly equal the changed value too
-                continue
-            new = _expected(side, scope, kind, helper, rng)
-            if new is not None:
-                uses = isinstance(new, ast.Call) and getattr(new.func, "id", None) == helper
-
-                def sure(h=holder, i=index, n=new, u=uses) -> None:  # type: ignore[misc]
-                    _replace(h, i, n)
-                    used[0] = used[0] or u
-
-                break
-        guess = None
-        if kind == "eq" and not _looks_like_matcher(left) and not _looks_like_matcher(right):
-
-            def guess(h=holder, lt=left, r=right) -> None:  # type: ignore[misc]
-                _replace(h, 0, ast.Call(ast.Name(helper, ast.Load()), [lt, r], []))
-                _replace(h, 1, ast.Constant(True))
-                used[0] = True
-
-        elif not _looks_like_matcher(left):
-
-            def guess(h=holder, r=right) -> None:  # type: ignore[misc]
-                _replace(h, 1, ast.Call(ast.Name(helper, ast.Load()), [r], []))
-                used[0] = True
-
+        sure = _sure_change(holder, left, right, kind, scope, helper, rng, used)
+        guess = _guessed_change(holder, left, right, kind, helper, used)
         sites.append(_Site(id(node) in top, sure, guess))
+    changed = _apply(sites)
+    return used[0], changed
+
+
+def _sure_change(
+    holder: ast.AST,
+    left: ast.expr,
+    right: ast.expr,
+    kind: str,
+    scope: Scope,
+    helper: str,
+    rng: random.Random,
+    used: list[bool],
+) -> Callable[[], None] | None:
+    """The change of a check whose expected side the text names (the right side tried
+    first), never against a side that may honestly equal the changed value too."""
+    for index, side, other in ((1, right, left), (0, left, right)):
+        if _looks_like_matcher(other):  # it may honestly equal the changed value too
+            continue
+        new = _expected(side, scope, kind, helper, rng)
+        if new is not None:
+            uses = isinstance(new, ast.Call) and getattr(new.func, "id", None) == helper
+
+            def sure(
+                h: ast.AST = holder, i: int = index, n: ast.expr = new, u: bool = uses
+            ) -> None:
+                _replace(h, i, n)
+                used[0] = used[0] or u
+
+            return sure
+    return None
+
+
+def _guessed_change(
+    holder: ast.AST, left: ast.expr, right: ast.expr, kind: str, helper: str, used: list[bool]
+) -> Callable[[], None] | None:
+    """The change of a check whose expected side is unknown: the helper compares both sides
+    (or, with a matcher on the right, changes the right side); None with a matcher on the
+    left."""
+    if kind == "eq" and not _looks_like_matcher(left) and not _looks_like_matcher(right):
+
+        def both(h: ast.AST = holder, lt: ast.expr = left, r: ast.expr = right) -> None:
+            _replace(h, 0, ast.Call(ast.Name(helper, ast.Load()), [lt, r], []))
+            _replace(h, 1, ast.Constant(True))
+            used[0] = True
+
+        return both
+    if not _looks_like_matcher(left):
+
+        def right_side(h: ast.AST = holder, r: ast.expr = right) -> None:
+            _replace(h, 1, ast.Call(ast.Name(helper, ast.Load()), [r], []))
+            used[0] = True
+
+        return right_side
+    return None
+
+
+def _apply(sites: list[_Site]) -> bool:
+    """Make the changes; True when a certainly-run check was changed.
+
+    When a certainly-run check has a known expected side, only known sides are changed
+    (checks with an unknown expected side stay as they are); otherwise every check takes its
+    known change, or else its guessed one."""
     if any(s.top and s.sure for s in sites):
-        for s in sites:  # checks with an unknown expected side stay as they are
+        for s in sites:
             if s.sure:
                 s.sure()
-        return used[0], True
+        return True
     for s in sites:
         change = s.sure or s.guess
         if change:
             change()
-    return used[0], any(s.top and (s.sure or s.guess) for s in sites)
+    return any(s.top and (s.sure or s.guess) for s in sites)
 
 
 def bound_literals(fn: ast.FunctionDef, scope: Scope) -> dict[str, object]:
     """Local names assigned once, at the top of the body, from a literal, and read only as
     an operand of an equality check: inlining the literal there changes nothing."""
-    operands: set[int] = set()
-    for node in ast.walk(fn):
-        found = _pairs(node, scope)
-        if found:
-            operands.update(id(x) for x in found[1][:2])
-    stores: dict[str, int] = {}
-    loads: dict[str, bool] = {}
-    declared: set[str] = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                loads[node.id] = loads.get(node.id, True) and id(node) in operands
-            else:
-                stores[node.id] = stores.get(node.id, 0) + 1
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            declared.update(node.names)
-        elif isinstance(node, ast.arg):
-            declared.add(node.arg)
+    stores, loads, declared = _name_uses(fn, _operand_ids(fn, scope))
     out: dict[str, object] = {}
     for stmt in fn.body:
         if (
@@ -384,47 +486,106 @@ def bound_literals(fn: ast.FunctionDef, scope: Scope) -> dict[str, object]:
     return out
 
 
+def _operand_ids(fn: ast.FunctionDef, scope: Scope) -> set[int]:
+    """The ``id`` of every compared operand (left or right) of every equality check."""
+    operands: set[int] = set()
+    for node in ast.walk(fn):
+        found = _pairs(node, scope)
+        if found:
+            operands.update(id(x) for x in found[1][:2])
+    return operands
+
+
+def _name_uses(
+    fn: ast.FunctionDef, operands: set[int]
+) -> tuple[dict[str, int], dict[str, bool], set[str]]:
+    """(stores per name, whether every read of a name is a compared operand, the names
+    declared ``global``/``nonlocal`` or taken as an argument): what makes a name safe to
+    inline."""
+    stores: dict[str, int] = {}
+    loads: dict[str, bool] = {}
+    declared: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                loads[node.id] = loads.get(node.id, True) and id(node) in operands
+            else:
+                stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            declared.update(node.names)
+        elif isinstance(node, ast.arg):
+            declared.add(node.arg)
+    return stores, loads, declared
+
+
 def literal_params(decorators: Iterable[ast.expr], fn: ast.FunctionDef) -> frozenset[str]:
     """Parameters of ``fn`` that every ``parametrize`` case (of ``decorators``: the test's
     own and its class's) sets to a literal, and that the body never rebinds."""
     out: set[str] = set()
     for d in decorators:
-        if not (isinstance(d, ast.Call) and ast.unparse(d.func).endswith("mark.parametrize")):
-            continue
-        kw = {k.arg: k.value for k in d.keywords}
-        if "indirect" in kw or None in kw:
-            continue
-        names_node = d.args[0] if d.args else kw.get("argnames")
-        values_node = d.args[1] if len(d.args) > 1 else kw.get("argvalues")
-        raw = literal_value(names_node) if names_node is not None else NO
-        if isinstance(raw, str):
-            names = [n.strip() for n in raw.split(",") if n.strip()]
-        elif isinstance(raw, list | tuple) and all(isinstance(n, str) for n in raw):
-            names = list(raw)
-        else:
-            continue
-        if not isinstance(values_node, ast.List | ast.Tuple) or not values_node.elts:
-            continue
-        ok = [True] * len(names)
-        for case in values_node.elts:
-            if isinstance(case, ast.Call) and ast.unparse(case.func).endswith("param"):
-                vals: list[ast.expr] = list(case.args)
-            elif len(names) == 1:
-                vals = [case]
-            elif isinstance(case, ast.Tuple | ast.List):
-                vals = list(case.elts)
-            else:
-                vals = []
-            if len(vals) != len(names) or any(isinstance(v, ast.Starred) for v in vals):
-                ok = [False] * len(names)
-                break
-            for i, v in enumerate(vals):
-                ok[i] = ok[i] and literal_value(v) is not NO
-        out.update(n for n, good in zip(names, ok, strict=True) if good)
+        if isinstance(d, ast.Call) and ast.unparse(d.func).endswith("mark.parametrize"):
+            out.update(_parametrize_literals(d))
+    return frozenset(out - _rebound(fn))
+
+
+def _parametrize_literals(d: ast.Call) -> list[str]:
+    """The argnames of one ``parametrize`` call that every case sets to a literal (none for
+    ``indirect``, a ``**kwargs`` or argnames/argvalues the text does not spell out)."""
+    kw = {k.arg: k.value for k in d.keywords}
+    if "indirect" in kw or None in kw:
+        return []
+    names_node = d.args[0] if d.args else kw.get("argnames")
+    values_node = d.args[1] if len(d.args) > 1 else kw.get("argvalues")
+    names = _argnames(names_node)
+    if names is None:
+        return []
+    if not isinstance(values_node, ast.List | ast.Tuple) or not values_node.elts:
+        return []
+    ok = _literal_columns(values_node.elts, len(names))
+    return [n for n, good in zip(names, ok, strict=True) if good]
+
+
+def _literal_columns(cases: list[ast.expr], count: int) -> list[bool]:
+    """For each of ``count`` argument positions: is it a literal in every case? All False
+    as soon as one case's arguments cannot be told apart."""
+    ok = [True] * count
+    for case in cases:
+        vals = _case_values(case, count)
+        if len(vals) != count or any(isinstance(v, ast.Starred) for v in vals):
+            return [False] * count
+        for i, v in enumerate(vals):
+            ok[i] = ok[i] and literal_value(v) is not NO
+    return ok
+
+
+def _argnames(names_node: ast.expr | None) -> list[str] | None:
+    """``"a, b"`` or ``("a", "b")`` as names, or None when not a literal of names."""
+    raw = literal_value(names_node) if names_node is not None else NO
+    if isinstance(raw, str):
+        return [n.strip() for n in raw.split(",") if n.strip()]
+    if isinstance(raw, list | tuple) and all(isinstance(n, str) for n in raw):
+        return [str(n) for n in raw]
+    return None
+
+
+def _case_values(case: ast.expr, count: int) -> list[ast.expr]:
+    """The argument expressions of one case (``pytest.param(...)``, a lone value, or a
+    tuple/list of them); empty when the text does not spell them out."""
+    if isinstance(case, ast.Call) and ast.unparse(case.func).endswith("param"):
+        return list(case.args)
+    if count == 1:
+        return [case]
+    if isinstance(case, ast.Tuple | ast.List):
+        return list(case.elts)
+    return []
+
+
+def _rebound(fn: ast.FunctionDef) -> set[str]:
+    """Names the body assigns, deletes or declares ``global``/``nonlocal``."""
     rebound = {
         n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
     }
     rebound |= {
         n for s in ast.walk(fn) if isinstance(s, ast.Global | ast.Nonlocal) for n in s.names
     }
-    return frozenset(out - rebound)
+    return rebound

@@ -33,8 +33,9 @@ from __future__ import annotations
 import json
 import random
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 EXIT_TESTS_FAILED = 1
 """pytest's return code when some tests failed: what an honest run returns (the control)."""
@@ -335,9 +336,23 @@ FRESH_GRACE = 30.0
 """Seconds the fresh copy may take beyond twice the real run's test loop (see the runner)."""
 
 _WORDS = (
-    "totals", "parsing", "edges", "format", "roundtrip", "limits", "config", "values",
-    "inputs", "defaults", "errors", "ordering", "merge", "paths", "unicode", "cache",
-)  # fmt: skip
+    "totals",
+    "parsing",
+    "edges",
+    "format",
+    "roundtrip",
+    "limits",
+    "config",
+    "values",
+    "inputs",
+    "defaults",
+    "errors",
+    "ordering",
+    "merge",
+    "paths",
+    "unicode",
+    "cache",
+)
 
 
 @dataclass(frozen=True)
@@ -494,48 +509,87 @@ def read_channel(stdout: str, nonce: str) -> Channel:
     return ch
 
 
-def _record(ch: Channel, kind: object, rec: dict[str, object]) -> None:
+Record = dict[str, Any]
+"""One decoded channel record: JSON from inside the sandbox, so of any shape; every
+conversion below may raise, and :func:`read_channel` counts that as a malformed record."""
+
+
+def _record(ch: Channel, kind: object, rec: Record) -> None:
     if ch.end_rc is not None:
         ch.anomalies.append("records on the result channel after the end record")
+    handle = _RECORDS.get(kind) if isinstance(kind, str) else None  # unknown kinds: ignored
+    if handle is not None:
+        handle(ch, rec)
+
+
+def _on_test(ch: Channel, rec: Record) -> None:
+    """One phase report of a test (or a subtest's: one that failed fails its test; passed
+    ones add nothing); a phase reported twice is an anomaly."""
     tests = ch.fresh if rec.get("fresh") else ch.tests
-    if kind == "test" and rec.get("sub"):
-        # a subtest's report: one that failed fails its test; passed ones add nothing
-        phases = tests.setdefault(str(rec.get("nodeid")), {})
+    phases = tests.setdefault(str(rec.get("nodeid")), {})
+    if rec.get("sub"):
         if rec.get("outcome") == "failed":
             phases.setdefault("subtest", rec)
-    elif kind == "test":
-        phases = tests.setdefault(str(rec.get("nodeid")), {})
-        when = str(rec.get("when"))
-        if when in phases:
-            ch.anomalies.append(f"{rec.get('nodeid')}: {when} reported twice")
-        phases[when] = rec
-    elif kind == "fresh_end":
-        ch.fresh_ended = True
-    elif kind == "fresh":
-        if ch.fresh_status is not None or ch.fresh_error is not None:
-            ch.anomalies.append("the fresh copy reported twice")
-        if "error" in rec:
-            ch.fresh_error = str(rec.get("error"))[:200]
-        else:
-            ch.fresh_status = int(rec.get("status", -1))
-            ch.fresh_late = bool(rec.get("late"))
-    elif kind == "collect":
-        ch.collect_errors[str(rec.get("nodeid"))] = (
-            str(rec.get("outcome")),
-            str(rec.get("msg") or ""),
-        )
-    elif kind == "deselected":
-        ch.deselected.update(str(i) for i in rec.get("ids") or [])
-    elif kind == "collected":
-        if ch.collected is not None:
-            ch.anomalies.append("collection reported twice")
-        ch.collected = [str(i) for i in rec.get("ids") or []]
-    elif kind == "tamper":
-        ch.tampered.append(str(rec.get("what"))[:200])
-    elif kind == "end":
-        if ch.end_rc is not None:
-            ch.anomalies.append("two end records")
-        ch.end_rc = int(rec.get("rc", -1))
+        return
+    when = str(rec.get("when"))
+    if when in phases:
+        ch.anomalies.append(f"{rec.get('nodeid')}: {when} reported twice")
+    phases[when] = rec
+
+
+def _on_fresh_end(ch: Channel, rec: Record) -> None:
+    ch.fresh_ended = True
+
+
+def _on_fresh(ch: Channel, rec: Record) -> None:
+    """The fresh copy's end: its wait status, or why it could not run."""
+    if ch.fresh_status is not None or ch.fresh_error is not None:
+        ch.anomalies.append("the fresh copy reported twice")
+    if "error" in rec:
+        ch.fresh_error = str(rec.get("error"))[:200]
+    else:
+        ch.fresh_status = int(rec.get("status", -1))
+        ch.fresh_late = bool(rec.get("late"))
+
+
+def _on_collect(ch: Channel, rec: Record) -> None:
+    ch.collect_errors[str(rec.get("nodeid"))] = (
+        str(rec.get("outcome")),
+        str(rec.get("msg") or ""),
+    )
+
+
+def _on_deselected(ch: Channel, rec: Record) -> None:
+    ch.deselected.update(str(i) for i in rec.get("ids") or [])
+
+
+def _on_collected(ch: Channel, rec: Record) -> None:
+    if ch.collected is not None:
+        ch.anomalies.append("collection reported twice")
+    ch.collected = [str(i) for i in rec.get("ids") or []]
+
+
+def _on_tamper(ch: Channel, rec: Record) -> None:
+    ch.tampered.append(str(rec.get("what"))[:200])
+
+
+def _on_end(ch: Channel, rec: Record) -> None:
+    if ch.end_rc is not None:
+        ch.anomalies.append("two end records")
+    ch.end_rc = int(rec.get("rc", -1))
+
+
+_RECORDS: dict[str, Callable[[Channel, Record], None]] = {
+    "test": _on_test,
+    "fresh_end": _on_fresh_end,
+    "fresh": _on_fresh,
+    "collect": _on_collect,
+    "deselected": _on_deselected,
+    "collected": _on_collected,
+    "tamper": _on_tamper,
+    "end": _on_end,
+}
+"""What each kind of channel record (its ``k``) does to the :class:`Channel`."""
 
 
 def phase_outcome(phases: dict[str, dict[str, object]]) -> tuple[str, str]:

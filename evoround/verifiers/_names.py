@@ -83,6 +83,19 @@ class FileWords:
 def file_words(tree: ast.Module) -> FileWords:
     """The names and words of a parsed test file."""
     out = FileWords()
+    bodies = _collect_names(tree, out)
+    for name in [*out.tests, *(m for ms in out.methods.values() for m in ms)]:
+        out.vocabulary += [w for w in split(name)[1] if not w.isdecimal()]
+    for name in sorted(_called(bodies)):
+        if not name.startswith(("assert", "fail", "__")) and name not in _BUILTINS:
+            out.vocabulary += [w for w in split(name)[1] if _domain(w)]
+    out.plain = _plain_words(tree)
+    return out
+
+
+def _collect_names(tree: ast.Module, out: FileWords) -> list[ast.AST]:
+    """Fill ``out``'s tests, methods and helpers from the file's top level; the test
+    functions and methods found (whose calls give words too)."""
     funcs = (ast.FunctionDef, ast.AsyncFunctionDef)
     bodies: list[ast.AST] = []
     for node in tree.body:
@@ -95,24 +108,28 @@ def file_words(tree: ast.Module) -> FileWords:
             methods = [n for n in node.body if isinstance(n, funcs) and n.name.startswith("test")]
             out.methods[node.name] = [m.name for m in methods]
             bodies += methods
-    for name in [*out.tests, *(m for ms in out.methods.values() for m in ms)]:
-        out.vocabulary += [w for w in split(name)[1] if not w.isdecimal()]
+    return bodies
+
+
+def _called(bodies: list[ast.AST]) -> set[str]:
+    """The names of the functions and methods the tests call ("" for other callees)."""
     called: set[str] = set()
     for body in bodies:
         for n in ast.walk(body):
             if isinstance(n, ast.Call):
                 called.add(getattr(n.func, "id", None) or getattr(n.func, "attr", None) or "")
-    for name in sorted(called):
-        if not name.startswith(("assert", "fail", "__")) and name not in _BUILTINS:
-            out.vocabulary += [w for w in split(name)[1] if _domain(w)]
+    return called
+
+
+def _plain_words(tree: ast.Module) -> list[str]:
+    """The lower-case domain words of every identifier of the file, sorted."""
     seen: set[str] = set()
     for n in ast.walk(tree):
         for attr in ("id", "name", "attr", "arg"):
             v = getattr(n, attr, None)
             if isinstance(v, str):
                 seen.update(w.lower() for w in split(v)[1])
-    out.plain = sorted(w for w in seen if _domain(w) and w.isidentifier() and w.isascii())
-    return out
+    return sorted(w for w in seen if _domain(w) and w.isidentifier() and w.isascii())
 
 
 def _domain(word: str) -> bool:
@@ -170,23 +187,11 @@ class Namer:
         rng = self.rng
         for _ in range(_TRIES):
             if numbered and rng.random() < len(numbered) / len(same):
-                base = rng.choice(numbered)[:-1]
-                top = max(int(w[-1]) for w in numbered if w[:-1] == base)
-                new = [*base, str(top + rng.randint(1, 2))]
+                new = _next_number(numbered, rng)
             else:
-                new = list(rng.choice(same))
-                if _numbered(new):
-                    new = new[:-1]
-                word = rng.choice(vocabulary) if vocabulary else ""
-                op = rng.random()
-                if word and (not new or op < 0.25):
-                    new.insert(rng.randint(0, len(new)), word)
-                elif len(new) > 2 and op < 0.35:
-                    del new[rng.randrange(len(new) - 1)]  # never the last: no mere prefix
-                elif word:
-                    new[rng.randrange(len(new))] = word
+                new = _edited(list(rng.choice(same)), vocabulary, rng)
             name = join(head, new, camel)
-            if len({x.lower() for x in new}) == len(new) and self._twin_ok(name):
+            if _distinct(new) and self._twin_ok(name):
                 return self._claim(name)
         return self._claim(_numbered_after(head, own, camel, self._twin_ok))
 
@@ -204,7 +209,7 @@ class Namer:
                 k = len(rng.choice(shapes)) if shapes else rng.choice((1, 2, 2))
                 new = [rng.choice(vocabulary) for _ in range(k)]
             name = join("_", new, False)
-            if self._free(name) and len({w.lower() for w in new}) == len(new):
+            if self._free(name) and _distinct(new):
                 return self._claim(name, test=False)
         name = _numbered_after("_", [rng.choice(vocabulary)], False, self._free)
         return self._claim(name, test=False)
@@ -223,6 +228,35 @@ class Namer:
             if f"{stem}{n}" not in avoid:
                 out.append(f"{stem}{n}")
         return out
+
+
+def _distinct(words: list[str]) -> bool:
+    """No word repeated (case-insensitively): ``test_parse_parse`` reads like no real name."""
+    return len({w.lower() for w in words}) == len(words)
+
+
+def _next_number(numbered: list[list[str]], rng: random.Random) -> list[str]:
+    """A numbered neighbour's words with a number one or two past the highest of its
+    series (so numbered tests get a plausible next number)."""
+    base = rng.choice(numbered)[:-1]
+    top = max(int(w[-1]) for w in numbered if w[:-1] == base)
+    return [*base, str(top + rng.randint(1, 2))]
+
+
+def _edited(new: list[str], vocabulary: list[str], rng: random.Random) -> list[str]:
+    """A neighbour's words (its number dropped) with one random edit: a word of the file
+    inserted, a word dropped (never the last: no mere prefix) or a word replaced."""
+    if _numbered(new):
+        new = new[:-1]
+    word = rng.choice(vocabulary) if vocabulary else ""
+    op = rng.random()
+    if word and (not new or op < 0.25):
+        new.insert(rng.randint(0, len(new)), word)
+    elif len(new) > 2 and op < 0.35:
+        del new[rng.randrange(len(new) - 1)]  # never the last: no mere prefix
+    elif word:
+        new[rng.randrange(len(new))] = word
+    return new
 
 
 def _valid(name: str) -> bool:

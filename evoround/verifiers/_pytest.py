@@ -1,14 +1,29 @@
-"""Cumulative-test verifier: run the active suite with pytest in an isolated clone.
+"""Cumulative-test verifier: run the active suite with pytest in an isolated clone and
+grade it from the guarded result channel (see :mod:`._guard`), never from what the process
+under test writes.
 
-Integrity rules (why this file looks the way it does):
-- The suite is copied into the clone's scratch directory, outside the workspace,
-  from the task directory on the host; the agent's copies of tests are never run.
-- pytest is configured by an ini file we write (``-c``), with ``--confcutdir`` at
-  the suite, so a ``conftest.py``/``pytest.ini`` the agent left in its workspace is
-  not loaded. Python runs with ``-P`` so a workspace ``pytest.py`` cannot shadow pytest.
-- The JUnit report goes to a fresh, unguessable path in scratch, and a round passes
-  only if the exit code is 0 AND the report lists every active test module with no
-  failure, error or skip.
+One run (:func:`run_pytest`):
+- **Lay out.** The suite is copied from the task directory on the host (the agent's copies of
+  tests are never run) into a fresh, unguessably named folder in the clone's scratch, outside
+  the workspace, in one archive with the harness's additions: the control test file (it
+  opens with the suite's own imports), the failing twins appended to copies of their files
+  (see :mod:`._twins`), the ini file and the runner. pytest runs with that ini (``-c``),
+  ``--rootdir``/``--confcutdir`` at the suite (a ``conftest.py`` or ``pytest.ini`` in the
+  workspace is not configuration), no third-party plugin autoload, and the JUnit report at
+  an unguessable path.
+- **Run.** The verifier's own Python (``-I``, bytecode only from a cache of its own) starts
+  the runner; its arguments come on stdin. A task's own selection keeps the controls and
+  twins.
+- **Cross-check** (:func:`_cross_check`). The results come from the channel; its end record,
+  the exit code, the controls, the twins, the runner's fresh copy of the test process, the
+  tests the task's files certainly define, the collected tests and pytest's JUnit report
+  must all agree with it. A disagreement that could turn a failure into a pass is
+  ``integrity`` evidence; a finding that rests on a missing record is only a problem when the
+  sandbox dropped output (the record may have been lost there).
+- **Verdict.** A round passes only when pytest returned "some tests failed" both on the
+  channel and as exit code (the failing control, alone), the controls came out right, every
+  other test passed, and there is neither a problem nor any evidence; the exit code reported
+  is then 0.
 """
 
 from __future__ import annotations
@@ -18,13 +33,14 @@ import shlex
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from junitparser import Error, Failure, JUnitXml, Skipped, TestCase
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from evoround.results import TestOutcome, TestResult, VerifierOutcome
-from evoround.sandboxes import Sandbox, SandboxError
+from evoround.sandboxes import ExecResult, Sandbox, SandboxError
 from evoround.tasks import ActiveTest, failure_class_for, is_test_module
 from evoround.verifiers._guard import (
     EXIT_TESTS_FAILED,
@@ -110,7 +126,7 @@ def parse_junit(
     by_path = {t.path: t for t in tests}
     results: list[TestResult] = []
     root = JUnitXml.fromstring(xml.decode(errors="replace"))
-    suites = [root] if root._tag == "testsuite" else list(root)
+    suites: list[TestSuite] = [root] if isinstance(root, TestSuite) else list(root)
     for suite in suites:
         for case in suite:
             outcome, message = _case_outcome(case)
@@ -233,87 +249,168 @@ def _absent_or_evidence(anomalies: list[str], cut: int) -> tuple[list[str], list
     return [a for a in anomalies if a != MALFORMED], torn
 
 
+@dataclass
+class _Findings:
+    """What the cross-checks found so far: integrity evidence, findings that rest on a
+    missing record (evidence only when no output was dropped) and ordinary problems."""
+
+    evidence: list[str]
+    absent: list[str]
+    problems: list[str] = field(default_factory=list)
+
+
 def _cross_check_rest(
     run: _Run, evidence: list[str], absent: list[str]
 ) -> tuple[list[str], list[str]]:
-    ch, controls, tests, junit = run.ch, run.controls, run.tests, run.junit
-    timed_out, exit_code = run.timed_out, run.exit_code
-    problems: list[str] = []
-    pass_id, fail_id = controls.node_ids
-    fail_ctl = ch.tests.get(fail_id)
-    pass_ctl = ch.tests.get(pass_id)
+    """The checks of the controls, the exit code, the end record, the tests the task's
+    files define and the JUnit report (see :data:`_FINISHED_CHECKS`), appended to
+    ``evidence`` and ``absent`` in place."""
+    found = _Findings(evidence, absent)
+    _failing_control_passed(run, found)
+    if run.ch.end_rc is None:
+        _unfinished(run, found)
+        return evidence, found.problems
+    for check in _FINISHED_CHECKS:
+        check(run, found)
+    return evidence, found.problems
+
+
+def _ran(ch: Channel) -> bool:
+    """pytest ran the session to its end (not interrupted by collection errors or usage)."""
+    return ch.end_rc in (0, EXIT_TESTS_FAILED)
+
+
+def _failing_control(run: _Run) -> dict[str, dict[str, object]] | None:
+    return run.ch.tests.get(run.controls.node_ids[1])
+
+
+def _passing_control(run: _Run) -> dict[str, dict[str, object]] | None:
+    return run.ch.tests.get(run.controls.node_ids[0])
+
+
+def _failing_control_passed(run: _Run, found: _Findings) -> None:
+    fail_ctl = _failing_control(run)
     if fail_ctl is not None and phase_outcome(fail_ctl)[0] == "passed":
-        evidence.append(
+        found.evidence.append(
             "the control test that must fail was reported passed: test outcomes are forged"
         )
-    if ch.end_rc is None:
-        if timed_out:
-            pass
-        elif exit_code == 0:
-            evidence.append(
-                "the test process exited with code 0 before pytest finished "
-                "(no end record on the result channel)"
-            )
-        else:
-            problems.append(f"pytest did not finish (exit code {exit_code})")
-        return evidence, problems
+
+
+def _unfinished(run: _Run, found: _Findings) -> None:
+    """No end record: a timeout says why; an exit code of 0 without one is forged."""
+    if run.timed_out:
+        pass
+    elif run.exit_code == 0:
+        found.evidence.append(
+            "the test process exited with code 0 before pytest finished "
+            "(no end record on the result channel)"
+        )
+    else:
+        found.problems.append(f"pytest did not finish (exit code {run.exit_code})")
+
+
+def _deselected_unasked(run: _Run, found: _Findings) -> None:
+    ch = run.ch
     if ch.deselected and not run.task_selects:
-        evidence.append(
+        found.evidence.append(
             "tests were deselected although the task selects none: "
             + ", ".join(sorted(ch.deselected)[:5])
         )
-    if not timed_out and exit_code != ch.end_rc:
-        evidence.append(
-            f"exit code {exit_code} differs from pytest's return code {ch.end_rc} "
+
+
+def _exit_code_differs(run: _Run, found: _Findings) -> None:
+    if not run.timed_out and run.exit_code != run.ch.end_rc:
+        found.evidence.append(
+            f"exit code {run.exit_code} differs from pytest's return code {run.ch.end_rc} "
             "recorded on the result channel"
         )
-    ran = ch.end_rc in (0, EXIT_TESTS_FAILED)  # not interrupted (collection errors, usage)
-    if fail_ctl is None and ran:
-        absent.append("the control test that must fail never ran: tests were removed")
-    if pass_ctl is None and ran:
-        absent.append("the control test that must pass never ran: tests were removed")
-    if ch.end_rc == 0 and fail_ctl is not None and phase_outcome(fail_ctl)[0] != "passed":
-        evidence.append("pytest returned 0 although the failing control test failed")
-    # Tests the task's files certainly define must all come back (or be deselected by the
-    # task's own pytest_args, which pytest announces, or sit under a collection error).
+
+
+def _controls_missing(run: _Run, found: _Findings) -> None:
+    ran = _ran(run.ch)
+    if _failing_control(run) is None and ran:
+        found.absent.append("the control test that must fail never ran: tests were removed")
+    if _passing_control(run) is None and ran:
+        found.absent.append("the control test that must pass never ran: tests were removed")
+
+
+def _zero_despite_failing_control(run: _Run, found: _Findings) -> None:
+    fail_ctl = _failing_control(run)
+    if run.ch.end_rc == 0 and fail_ctl is not None and phase_outcome(fail_ctl)[0] != "passed":
+        found.evidence.append("pytest returned 0 although the failing control test failed")
+
+
+def _tests_vanished(run: _Run, found: _Findings) -> None:
+    """Tests the task's files certainly define must all come back (or be deselected by the
+    task's own pytest_args, which pytest announces, or sit under a collection error)."""
+    ch = run.ch
     reported = {_base(n) for n in ch.tests}
     deselected = {_base(n) for n in ch.deselected}
     broken = {split_nodeid(n)[0] for n in ch.collect_errors}
-    ran_all = ran and ch.collected is not None
-    for t in tests:
-        if not is_test_module(t.path) or t.path in broken:
-            continue
-        try:
-            names = expected_names(Path(t.source).read_text(encoding="utf-8", errors="replace"))
-        except OSError:
+    ran_all = _ran(ch) and ch.collected is not None
+    for t in run.tests:
+        names = _defined_tests(t, broken)
+        if names is None:
             continue
         gone = sorted(
             n for n in names if (t.path, n) not in reported and (t.path, n) not in deselected
         )
         if gone and ran_all:
-            absent.append(f"{t.path}: tests vanished from the session: {', '.join(gone[:5])}")
+            found.absent.append(f"{t.path}: tests vanished from the session: {', '.join(gone[:5])}")
         elif gone:
-            problems.append(f"{t.path}: tests not run: {', '.join(gone[:5])}")
-    if ch.collected is not None and ran:
+            found.problems.append(f"{t.path}: tests not run: {', '.join(gone[:5])}")
+
+
+def _defined_tests(t: ActiveTest, broken: set[str]) -> set[str] | None:
+    """The test names ``t``'s text certainly defines; None for a file that is no test
+    module, failed collection or cannot be read."""
+    if not is_test_module(t.path) or t.path in broken:
+        return None
+    try:
+        return expected_names(Path(t.source).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+
+
+def _collected_unreported(run: _Run, found: _Findings) -> None:
+    ch = run.ch
+    if ch.collected is not None and _ran(ch):
         unreported = [n for n in ch.collected if n not in ch.tests]
         if unreported:
-            absent.append(f"collected tests never reported: {', '.join(unreported[:5])}")
-    if junit is not None:
-        evidence += _junit_disagrees(ch, junit)
-        channel = {(r.file, r.name, r.outcome) for r in _all_tests(ch)}
-        for r in junit:
-            if r.name == controls.failing and r.outcome is TestOutcome.passed:
-                evidence.append("the JUnit report says the failing control test passed")
-            elif (
-                r.outcome is TestOutcome.passed
-                and r.name
-                and (r.file, r.name, r.outcome) not in channel
-            ):
-                absent.append(
-                    f"the JUnit report says {r.file}::{r.name} passed; the result channel does not"
-                )
-                break
-    return evidence, problems
+            found.absent.append(f"collected tests never reported: {', '.join(unreported[:5])}")
+
+
+def _junit_cross_check(run: _Run, found: _Findings) -> None:
+    """pytest's JUnit report, a second listener to the same reports, against the channel."""
+    ch, junit = run.ch, run.junit
+    if junit is None:
+        return
+    found.evidence += _junit_disagrees(ch, junit)
+    channel = {(r.file, r.name, r.outcome) for r in _all_tests(ch)}
+    for r in junit:
+        if r.name == run.controls.failing and r.outcome is TestOutcome.passed:
+            found.evidence.append("the JUnit report says the failing control test passed")
+        elif (
+            r.outcome is TestOutcome.passed
+            and r.name
+            and (r.file, r.name, r.outcome) not in channel
+        ):
+            found.absent.append(
+                f"the JUnit report says {r.file}::{r.name} passed; the result channel does not"
+            )
+            break
+
+
+_FINISHED_CHECKS: tuple[Callable[[_Run, _Findings], None], ...] = (
+    _deselected_unasked,
+    _exit_code_differs,
+    _controls_missing,
+    _zero_despite_failing_control,
+    _tests_vanished,
+    _collected_unreported,
+    _junit_cross_check,
+)
+"""The cross-checks of a run with an end record, in the order their findings are listed."""
 
 
 def _junit_disagrees(ch: Channel, junit: list[TestResult]) -> list[str]:
@@ -351,14 +448,7 @@ def _twin_evidence(ch: Channel, twins: TwinPlan, absent: list[str] | None = None
     gone = out if absent is None else absent
     done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
     for tw in twins.twins:
-        mine: dict[tuple[str, str, str], str] = {}
-        theirs: set[str] = set()
-        for nodeid, phases in ch.tests.items():
-            file, cls, name, params = node_parts(nodeid)
-            if name == tw.name:
-                mine[(file, cls, params)] = phase_outcome(phases)[0]
-            elif (file, cls, name) == (tw.file, tw.cls, tw.original):
-                theirs.add(params)
+        mine, theirs = _twin_runs(ch, tw)
         where = _where(tw)
         forged = sorted(k for k, o in mine.items() if o == "passed")
         if forged:
@@ -370,6 +460,20 @@ def _twin_evidence(ch: Channel, twins: TwinPlan, absent: list[str] | None = None
         if not forged and done and theirs and (not here or (tw.fixed and here < theirs)):
             gone.append(f"the failing twin of {where} never ran: tests were removed")
     return out
+
+
+def _twin_runs(ch: Channel, tw: Twin) -> tuple[dict[tuple[str, str, str], str], set[str]]:
+    """(the twin's instances anywhere: (file, class, parameters) -> outcome, the parameters
+    its original ran with in its own file and class)."""
+    mine: dict[tuple[str, str, str], str] = {}
+    theirs: set[str] = set()
+    for nodeid, phases in ch.tests.items():
+        file, cls, name, params = node_parts(nodeid)
+        if name == tw.name:
+            mine[(file, cls, params)] = phase_outcome(phases)[0]
+        elif (file, cls, name) == (tw.file, tw.cls, tw.original):
+            theirs.add(params)
+    return mine, theirs
 
 
 def _fresh_evidence(
@@ -389,7 +493,16 @@ def _fresh_evidence(
     if ch.fresh_status is None:
         missing.append("the runner never reported its fresh copy of the test process")
         return out
-    names = {tw.name: tw for tw in twins.twins}
+    out += _fresh_forgeries(ch, controls, twins)
+    gap = _fresh_gap(ch, controls, twins)
+    if gap is not None:
+        missing.append(gap)
+    return out
+
+
+def _fresh_forgeries(ch: Channel, controls: Controls, twins: TwinPlan) -> list[str]:
+    """Twins, and the failing control, that passed in the fresh copy."""
+    out: list[str] = []
     for tw in twins.twins:
         mine = [ph for n, ph in ch.fresh.items() if node_parts(n)[2] == tw.name]
         forged = sum(phase_outcome(ph)[0] == "passed" for ph in mine)
@@ -402,18 +515,24 @@ def _fresh_evidence(
     fail_id = controls.node_ids[1]
     if fail_id in ch.fresh and phase_outcome(ch.fresh[fail_id])[0] == "passed":
         out.append("the control test that must fail passed in the fresh copy of the test process")
+    return out
+
+
+def _fresh_gap(ch: Channel, controls: Controls, twins: TwinPlan) -> str | None:
+    """What the fresh copy left out although it ran to its end (None for a copy stopped for
+    time, which proves only what it reported)."""
     if ch.fresh_late:
-        return out
+        return None
     if not ch.fresh_ended:
         # (its exit status alone proves nothing: code under test that reaps any child, as a
         # SIGCHLD handler may, takes it from the runner after the copy has finished)
-        missing.append(f"the fresh copy of the test process ended early (status {ch.fresh_status})")
-        return out
+        return f"the fresh copy of the test process ended early (status {ch.fresh_status})"
+    names = {tw.name: tw for tw in twins.twins}
     ours = [n for n in ch.tests if n in controls.node_ids or node_parts(n)[2] in names]
     gone = [n for n in ours if n not in ch.fresh]
     if gone:
-        missing.append(f"tests of the harness never ran in the fresh copy: {', '.join(gone[:3])}")
-    return out
+        return f"tests of the harness never ran in the fresh copy: {', '.join(gone[:3])}"
+    return None
 
 
 def _where(tw: Twin) -> str:
@@ -449,6 +568,22 @@ def suite_sources(tests: list[ActiveTest]) -> tuple[dict[str, str], list[str]]:
     return modules, conftests
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where one verification run's files live in the clone's scratch (fresh, unguessable
+    names per run) and what the harness added to the suite."""
+
+    nonce: str
+    base: str
+    suite_root: str
+    junit_path: str
+    runner_path: str
+    modules: dict[str, str]
+    conftests: list[str]
+    twins: TwinPlan
+    controls: Controls
+
+
 def run_pytest(
     sandbox: Sandbox,
     tests: list[ActiveTest],
@@ -464,17 +599,106 @@ def run_pytest(
     the end record and pytest's JUnit report are cross-checked against it, and a forged
     pass is returned with ``integrity`` evidence instead of passing.
     """
-    nonce = secrets.token_hex(16)
+    lay = _lay_out(sandbox, tests)
+    args = _pytest_args(lay, extra_args)
+    argv, res, duration = _execute(sandbox, lay, args, timeout, extra_args)
+    ch = read_channel(res.stdout, lay.nonce)
+    xml = _safe_xml(sandbox, lay.junit_path)
+    if artifacts is not None:
+        _save_artifacts(artifacts, lay.nonce, argv, args, res, xml)
+    problems: list[str] = []
+    if res.timed_out:
+        problems.append(f"verifier timed out after {timeout:.0f}s")
+    junit: list[TestResult] | None = None
+    if xml:
+        try:
+            junit = parse_junit(xml, lay.suite_root, tests, round_index)
+        except Exception as e:  # malformed report: evidence only if the run claims success
+            problems.append(f"unreadable JUnit report: {str(e)[:200]}")
+    results = _channel_results(ch, lay.controls, tests, round_index, lay.twins)
+    evidence, more = _cross_check(
+        _Run(
+            ch=ch,
+            controls=lay.controls,
+            tests=tests,
+            exit_code=res.exit_code,
+            timed_out=res.timed_out,
+            junit=junit,
+            task_selects=selects(extra_args or []),
+            twins=lay.twins,
+            cut=res.truncated_bytes,
+        )
+    )
+    problems += more
+    problems += _report_problems(ch, res, bool(xml), tests, results)
+    passed = _passed(ch, lay.controls, res, results) and not problems and not evidence
+    return VerifierOutcome(
+        passed=passed,
+        # the harness's control test always fails: report pytest's code without it
+        exit_code=0 if passed else res.exit_code,
+        timed_out=res.timed_out,
+        duration_sec=duration,
+        tests=results,
+        problems=problems,
+        integrity=evidence,
+    )
+
+
+def _execute(
+    sandbox: Sandbox,
+    lay: _Layout,
+    args: list[str],
+    timeout: float,
+    extra_args: list[str] | None,
+) -> tuple[list[str], ExecResult, float]:
+    """Run the runner (its arguments on stdin, never on the command line): (argv, result,
+    seconds taken)."""
+    vp = sandbox.verifier_python()
+    # bytecode only from a cache of the verifier's own: a workspace __pycache__ (say, an
+    # unchecked-hash .pyc of working code beside a stub source) is never read
+    argv = [*vp.argv, "-X", f"pycache_prefix={lay.base}/pycache", lay.runner_path]
+    start = time.monotonic()
+    # No third-party pytest plugins: faster start, and nothing installed can alter grading.
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    res = sandbox.exec(
+        argv,
+        timeout=timeout,
+        cwd=sandbox.workdir,
+        env=env,
+        stdin=runner_input(
+            lay.nonce,
+            args,
+            lay.controls,
+            vp.path_first,
+            vp.path_last,
+            {**lay.twins.lines, lay.controls.filename: 0},
+            sandbox.workdir,
+            named_plugins([*lay.conftests, *lay.modules.values()], extra_args or []),
+            budget=timeout,
+        ),
+    )
+    return argv, res, time.monotonic() - start
+
+
+def _lay_out(sandbox: Sandbox, tests: list[ActiveTest]) -> _Layout:
+    """Plan the run's twins and controls and copy everything in: one archive in (suite,
+    controls, twins, config, runner) and, later, one out (the JUnit report)."""
     base = f"{sandbox.scratch.rstrip('/')}/verify-{secrets.token_hex(12)}"
-    suite_root = f"{base}/suite"
-    junit_path = f"{base}/report-{secrets.token_hex(8)}.xml"
-    runner_path = f"{base}/run-{secrets.token_hex(8)}.py"
     modules, conftests = suite_sources(tests)
     local = {Path(t.path).parts[0].removesuffix(".py") for t in tests}
     twins = plan_twins(modules, conftests=conftests)
     controls = make_controls((Path(t.path).name for t in tests), shared_imports(modules, local))
-    order = {**twins.lines, controls.filename: 0}
-    # one archive in (suite, controls, config, runner) and one out (the JUnit report)
+    lay = _Layout(
+        nonce=secrets.token_hex(16),
+        base=base,
+        suite_root=f"{base}/suite",
+        junit_path=f"{base}/report-{secrets.token_hex(8)}.xml",
+        runner_path=f"{base}/run-{secrets.token_hex(8)}.py",
+        modules=modules,
+        conftests=conftests,
+        twins=twins,
+        controls=controls,
+    )
     copy_suite(
         sandbox,
         tests,
@@ -485,91 +709,66 @@ def run_pytest(
             **{f"suite/{path}": text for path, text in twins.sources.items()},
             "pytest.ini": INI.format(workdir=sandbox.workdir)
             + CONTROL_MARKER.format(marker=controls.marker),
-            runner_path.rsplit("/", 1)[1]: RUNNER,
+            lay.runner_path.rsplit("/", 1)[1]: RUNNER,
         },
     )
-    args = [
+    return lay
+
+
+def _pytest_args(lay: _Layout, extra_args: list[str] | None) -> list[str]:
+    """pytest's arguments: our ini file, rootdir and confcutdir at the suite (nothing of
+    the workspace is configuration), the report path, and the task's own arguments with the
+    controls and twins kept in any selection they make."""
+    return [
         "-c",
-        f"{base}/pytest.ini",
+        f"{lay.base}/pytest.ini",
         "--rootdir",
-        suite_root,
+        lay.suite_root,
         "--confcutdir",
-        suite_root,
-        f"--junitxml={junit_path}",
+        lay.suite_root,
+        f"--junitxml={lay.junit_path}",
         "-q",
         "-rfE",
-        *keep_controls(list(extra_args or []), controls, [t.name for t in twins.twins]),
-        suite_root,
+        *keep_controls(list(extra_args or []), lay.controls, [t.name for t in lay.twins.twins]),
+        lay.suite_root,
     ]
-    vp = sandbox.verifier_python()
-    # bytecode only from a cache of the verifier's own: a workspace __pycache__ (say, an
-    # unchecked-hash .pyc of working code beside a stub source) is never read
-    argv = [*vp.argv, "-X", f"pycache_prefix={base}/pycache", runner_path]
-    start = time.monotonic()
-    # No third-party pytest plugins: faster start, and nothing installed can alter grading.
-    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    res = sandbox.exec(
-        argv,
-        timeout=timeout,
-        cwd=sandbox.workdir,
-        env=env,
-        stdin=runner_input(
-            nonce,
-            args,
-            controls,
-            vp.path_first,
-            vp.path_last,
-            order,
-            sandbox.workdir,
-            named_plugins([*conftests, *modules.values()], extra_args or []),
-            budget=timeout,
-        ),
+
+
+def _save_artifacts(
+    artifacts: Path, nonce: str, argv: list[str], args: list[str], res: ExecResult, xml: bytes
+) -> None:
+    """The run's log (without the channel's records) and its JUnit report, for people."""
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shown = "\n".join(
+        ln for ln in res.stdout.splitlines() if not ln.startswith(f"@@evoround-{nonce}@@")
     )
-    duration = time.monotonic() - start
-    ch = read_channel(res.stdout, nonce)
-    xml = _safe_xml(sandbox, junit_path)
-    if artifacts is not None:
-        artifacts.mkdir(parents=True, exist_ok=True)
-        shown = "\n".join(
-            ln for ln in res.stdout.splitlines() if not ln.startswith(f"@@evoround-{nonce}@@")
-        )
-        log = (
-            f"$ {shlex.join(argv)} < (arguments on stdin)\n$ pytest {shlex.join(args)}\n"
-            f"[exit {res.exit_code}]\n{shown}\n{res.stderr}"
-        )
-        (artifacts / "verifier.log").write_text(log, encoding="utf-8")
-        if xml:
-            (artifacts / "junit.xml").write_bytes(xml)
-    problems: list[str] = []
-    if res.timed_out:
-        problems.append(f"verifier timed out after {timeout:.0f}s")
-    junit: list[TestResult] | None = None
+    log = (
+        f"$ {shlex.join(argv)} < (arguments on stdin)\n$ pytest {shlex.join(args)}\n"
+        f"[exit {res.exit_code}]\n{shown}\n{res.stderr}"
+    )
+    (artifacts / "verifier.log").write_text(log, encoding="utf-8")
     if xml:
-        try:
-            junit = parse_junit(xml, suite_root, tests, round_index)
-        except Exception as e:  # malformed report: evidence only if the run claims success
-            problems.append(f"unreadable JUnit report: {str(e)[:200]}")
-    results = _channel_results(ch, controls, tests, round_index, twins)
-    evidence, more = _cross_check(
-        _Run(
-            ch=ch,
-            controls=controls,
-            tests=tests,
-            exit_code=res.exit_code,
-            timed_out=res.timed_out,
-            junit=junit,
-            task_selects=selects(extra_args or []),
-            twins=twins,
-            cut=res.truncated_bytes,
-        )
-    )
-    problems += more
-    if not xml and ch.end_rc is not None and not res.timed_out:
+        (artifacts / "junit.xml").write_bytes(xml)
+
+
+def _report_problems(
+    ch: Channel, res: ExecResult, has_xml: bool, tests: list[ActiveTest], results: list[TestResult]
+) -> list[str]:
+    """A finished run that wrote no JUnit report or left test modules out of its results."""
+    problems: list[str] = []
+    if not has_xml and ch.end_rc is not None and not res.timed_out:
         problems.append("pytest wrote no JUnit report")
     seen = {r.file for r in results}
     missing = [t.path for t in tests if is_test_module(t.path) and t.path not in seen]
     if missing and not res.timed_out and ch.end_rc is not None:
         problems.append("test modules missing from the report: " + ", ".join(missing))
+    return problems
+
+
+def _passed(ch: Channel, controls: Controls, res: ExecResult, results: list[TestResult]) -> bool:
+    """The run's own verdict: pytest returned "some tests failed" (the failing control) both
+    on the channel and as exit code, the controls came out right, and every other test
+    passed (problems and evidence are checked besides)."""
     all_passed = bool(results) and all(r.outcome is TestOutcome.passed for r in results)
     fail_ctl = ch.tests.get(controls.node_ids[1])
     pass_ctl = ch.tests.get(controls.node_ids[0])
@@ -579,22 +778,10 @@ def run_pytest(
         and pass_ctl is not None
         and phase_outcome(pass_ctl)[0] == "passed"
     )
-    passed = (
+    return (
         ch.end_rc == EXIT_TESTS_FAILED
         and res.exit_code == EXIT_TESTS_FAILED
         and controls_right
         and not res.timed_out
         and all_passed
-        and not problems
-        and not evidence
-    )
-    return VerifierOutcome(
-        passed=passed,
-        # the harness's control test always fails: report pytest's code without it
-        exit_code=0 if passed else res.exit_code,
-        timed_out=res.timed_out,
-        duration_sec=duration,
-        tests=results,
-        problems=problems,
-        integrity=evidence,
     )

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evoround.results import TestOutcome, TestResult, VerifierOutcome
-from evoround.sandboxes import Sandbox, UnsafeFile
+from evoround.sandboxes import ExecResult, Sandbox, UnsafeFile
 from evoround.tasks import ActiveTest
 from evoround.verifiers._pytest import copy_suite, suite_sources
 from evoround.verifiers._script_guard import CHANNEL_LIMIT, GuardReport, judge_channel, make_guard
@@ -118,8 +118,9 @@ def parse_reward_files(json_raw: bytes | None, txt_raw: bytes | None) -> dict[st
 
 def parse_reward(raw: bytes, name: str) -> float:
     """One reward file on its own (``reward.txt`` or ``reward.json``): its ``reward`` value."""
-    rewards = parse_reward_files(raw if name.endswith(".json") else None,
-                                 None if name.endswith(".json") else raw)  # fmt: skip
+    rewards = parse_reward_files(
+        raw if name.endswith(".json") else None, None if name.endswith(".json") else raw
+    )
     if "reward" not in rewards:
         raise RewardError(f"{name} has no 'reward' value")
     return rewards["reward"]
@@ -148,43 +149,7 @@ def _origin_round(value: str | None) -> int | None:
 
 def parse_cases(stdout: str, script: str) -> Cases:
     """``CASE_RESULT`` and ``CASE_SUMMARY`` lines of a suite's stdout."""
-    results: list[TestResult] = []
-    seen: dict[str, bool] = {}
-    evidence: list[str] = []
-    capped = False
-    for m in _RESULT.finditer(stdout):
-        if len(results) >= MAX_CASE_RESULTS:
-            capped = True
-            break
-        fields = {
-            f.group(1): f.group(2) if f.group(2) is not None else f.group(3)
-            for f in _FIELD.finditer(m.group(1))
-        }
-        status = fields.get("status", "").lower()
-        ok = status in ("success", "pass", "passed", "ok")
-        detail = [fields.get("failure_reason", "")]
-        for key in ("expected", "actual"):
-            if fields.get(key) and fields[key] != "n/a":
-                detail.append(f"{key}: {fields[key]}")
-        case_id = fields.get("case_id") or ""
-        if case_id in seen:  # a repeat: the same line again, or a flipped outcome
-            if seen[case_id] != ok:
-                evidence.append(f"CASE_RESULT {case_id[:80]} reported both passed and failed")
-            continue
-        if case_id:
-            seen[case_id] = ok
-        name = case_id or f"case-{len(results) + 1}"
-        if fields.get("requirement_ref"):
-            name += f" [{fields['requirement_ref']}]"
-        results.append(
-            TestResult(
-                file=script,
-                name=name,
-                outcome=TestOutcome.passed if ok else TestOutcome.failed,
-                message="" if ok else "; ".join(d for d in detail if d)[:500],
-                origin_round=_origin_round(fields.get("origin_step")),
-            )
-        )
+    results, evidence, capped = _case_results(stdout, script)
     summaries = [tuple(int(x) for x in m.groups()) for m in _SUMMARY.finditer(stdout)]
     n_ok = sum(r.outcome is TestOutcome.passed for r in results)
     if len(set(summaries)) > 1:
@@ -205,6 +170,61 @@ def parse_cases(stdout: str, script: str) -> Cases:
     return Cases(None, None, (), integrity=tuple(evidence))
 
 
+def _case_results(stdout: str, script: str) -> tuple[list[TestResult], list[str], bool]:
+    """(one result per case id, in order of first report; evidence of a case reported both
+    passed and failed; whether :data:`MAX_CASE_RESULTS` cut the lines short)."""
+    results: list[TestResult] = []
+    seen: dict[str, bool] = {}
+    evidence: list[str] = []
+    for m in _RESULT.finditer(stdout):
+        if len(results) >= MAX_CASE_RESULTS:
+            return results, evidence, True
+        fields = {
+            f.group(1): f.group(2) if f.group(2) is not None else f.group(3)
+            for f in _FIELD.finditer(m.group(1))
+        }
+        ok = fields.get("status", "").lower() in ("success", "pass", "passed", "ok")
+        case_id = fields.get("case_id") or ""
+        if case_id in seen:  # a repeat: the same line again, or a flipped outcome
+            if seen[case_id] != ok:
+                evidence.append(f"CASE_RESULT {case_id[:80]} reported both passed and failed")
+            continue
+        if case_id:
+            seen[case_id] = ok
+        results.append(_case_result(fields, ok, case_id or f"case-{len(results) + 1}", script))
+    return results, evidence, False
+
+
+def _case_result(fields: dict[str, str], ok: bool, name: str, script: str) -> TestResult:
+    """One ``CASE_RESULT`` line as a test result (a failure's message: its reason and the
+    expected and actual values it gives)."""
+    detail = [fields.get("failure_reason", "")]
+    for key in ("expected", "actual"):
+        if fields.get(key) and fields[key] != "n/a":
+            detail.append(f"{key}: {fields[key]}")
+    if fields.get("requirement_ref"):
+        name += f" [{fields['requirement_ref']}]"
+    return TestResult(
+        file=script,
+        name=name,
+        outcome=TestOutcome.passed if ok else TestOutcome.failed,
+        message="" if ok else "; ".join(d for d in detail if d)[:500],
+        origin_round=_origin_round(fields.get("origin_step")),
+    )
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What the reward files and the script's run say, before the integrity checks."""
+
+    rewards: dict[str, float]
+    error: str | None
+    """No verdict (a verification error), or None."""
+    problems: list[str]
+    claims_pass: bool
+    """The run says the round passed (rewards met, no error, an accepted exit)."""
+
+
 def run_script(
     sandbox: Sandbox,
     tests: list[ActiveTest],
@@ -219,9 +239,7 @@ def run_script(
 ) -> VerifierOutcome:
     """Copy the suite into ``sandbox`` (a clone of the round's snapshot), run ``script``."""
     base = f"{sandbox.scratch.rstrip('/')}/verify-{uuid.uuid4().hex}"
-    suite_root = f"{base}/tests"
-    logs_dir = f"{base}/logs"
-    verifier_dir = f"{logs_dir}/verifier"
+    verifier_dir = f"{base}/logs/verifier"
     modules, conftests = suite_sources(tests)
     twins = plan_twins(modules, conftests=conftests)
     guard = make_guard(base, sandbox.workdir, twin_payload(twins, modules))
@@ -237,22 +255,70 @@ def run_script(
     if entry is None:
         problem = f"the active suite has no {script} (verifier.script)"
         return VerifierOutcome(passed=False, exit_code=-1, problems=[problem], error=problem)
-    full_env = {
+    argv = ["bash", f"{base}/tests/{script}"]
+    start = time.monotonic()
+    res = sandbox.exec(
+        guard.wrap(argv), timeout=timeout, cwd=sandbox.workdir, env=_script_env(sandbox, base, env)
+    )
+    duration = time.monotonic() - start
+    sandbox.stop_strays()  # nothing the tested code started may rewrite the reward now
+    json_raw, txt_raw, unsafe = _read_rewards(sandbox, verifier_dir)
+    guarded = _read_guard(sandbox, guard.channel, guard.nonce, twins)
+    cases = parse_cases(res.stdout, script)
+    reading = _read_run(json_raw, txt_raw, cases, res, timeout, nonzero_exit, min_reward)
+    rewards, error, problems = reading.rewards, reading.error, reading.problems
+    integrity = unsafe + list(cases.integrity) + guarded.evidence
+    if reading.claims_pass:  # evidence that counts only against a claimed pass (see _script_guard)
+        integrity += guarded.if_passing
+    reward = rewards.get("reward")
+    failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
+    if reward is not None and reward >= 1.0 and failed_cases:
+        integrity.append(f"reward {reward:g} while {len(failed_cases)} case(s) failed")
+    passed = reading.claims_pass and not integrity
+    if artifacts is not None:
+        log = (
+            f"$ {shlex.join(argv)}\n[exit {res.exit_code}] [rewards {rewards}] "
+            f"[pytest runs seen by the guard: {guarded.sessions}, nested: {guarded.nested}] "
+            f"[failing twins run: {guarded.twins} of {len(twins.twins)} planned]\n"
+        )
+        _save_artifacts(artifacts, log, res, rewards, json_raw is not None)
+    return VerifierOutcome(
+        passed=passed,
+        exit_code=res.exit_code,
+        timed_out=res.timed_out,
+        duration_sec=duration,
+        tests=list(cases.results) or [_one_case(script, entry, passed, reward, res)],
+        problems=problems,
+        error=error,
+        reward=reward,
+        rewards=rewards,
+        cases_passed=cases.passed,
+        cases_total=cases.total,
+        integrity=integrity,
+    )
+
+
+def _script_env(sandbox: Sandbox, base: str, env: dict[str, str] | None) -> dict[str, str]:
+    """The task's environment and the variables that stand for Harbor's fixed paths (see the
+    module docstring); ours win."""
+    verifier_dir = f"{base}/logs/verifier"
+    return {
         **(env or {}),
-        "EVOROUND_TESTS_DIR": suite_root,
-        "EVOROUND_LOGS_DIR": logs_dir,
+        "EVOROUND_TESTS_DIR": f"{base}/tests",
+        "EVOROUND_LOGS_DIR": f"{base}/logs",
         "EVOROUND_VERIFIER_DIR": verifier_dir,
         "EVOROUND_REWARD_FILE": f"{verifier_dir}/reward.txt",
         "EVOROUND_WORKDIR": sandbox.workdir,
         "EVOROUND_PYTHON": sandbox.python,
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    argv = ["bash", f"{suite_root}/{script}"]
-    start = time.monotonic()
-    res = sandbox.exec(guard.wrap(argv), timeout=timeout, cwd=sandbox.workdir, env=full_env)
-    duration = time.monotonic() - start
-    sandbox.stop_strays()  # nothing the tested code started may rewrite the reward now
 
+
+def _read_rewards(
+    sandbox: Sandbox, verifier_dir: str
+) -> tuple[bytes | None, bytes | None, list[str]]:
+    """(reward.json, reward.txt, evidence): each read safely, None when absent or unsafe; an
+    unsafe one (a link, FIFO or oversized file where a reward belongs) is evidence."""
     unsafe: list[str] = []
 
     def read(name: str) -> bytes | None:
@@ -265,7 +331,20 @@ def run_script(
             return None
 
     json_raw, txt_raw = read("reward.json"), read("reward.txt")
-    guarded = _read_guard(sandbox, guard.channel, guard.nonce, twins)
+    return json_raw, txt_raw, unsafe
+
+
+def _read_run(
+    json_raw: bytes | None,
+    txt_raw: bytes | None,
+    cases: Cases,
+    res: ExecResult,
+    timeout: float,
+    nonzero_exit: str,
+    min_reward: float | dict[str, float],
+) -> _Reading:
+    """The rewards, the verification error (if any), the problems and whether the run
+    claims a pass."""
     problems: list[str] = []
     error: str | None = None
     rewards: dict[str, float] = {}
@@ -273,7 +352,6 @@ def run_script(
         rewards = parse_reward_files(json_raw, txt_raw)
     except RewardError as e:
         error = str(e)
-    cases = parse_cases(res.stdout, script)
     if cases.problem:
         problems.append(cases.problem)
     if error and (cases.passed or 0) < (cases.total or 0):
@@ -294,56 +372,37 @@ def run_script(
         and (res.exit_code == 0 or nonzero_exit == "ignore")
         and meets(rewards, min_reward)
     )
-    integrity = unsafe + list(cases.integrity) + guarded.evidence
-    if claims_pass:  # evidence that counts only against a claimed pass (see _script_guard)
-        integrity += guarded.if_passing
+    return _Reading(rewards, error, problems, claims_pass)
+
+
+def _save_artifacts(
+    artifacts: Path, log: str, res: ExecResult, rewards: dict[str, float], had_json: bool
+) -> None:
+    """The run's log and output, and the rewards as read, for people."""
+    artifacts.mkdir(parents=True, exist_ok=True)
     reward = rewards.get("reward")
-    failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
-    if reward is not None and reward >= 1.0 and failed_cases:
-        integrity.append(f"reward {reward:g} while {len(failed_cases)} case(s) failed")
-    passed = claims_pass and not integrity
-    if artifacts is not None:
-        artifacts.mkdir(parents=True, exist_ok=True)
-        log = (
-            f"$ {shlex.join(argv)}\n[exit {res.exit_code}] [rewards {rewards}] "
-            f"[pytest runs seen by the guard: {guarded.sessions}, nested: {guarded.nested}] "
-            f"[failing twins run: {guarded.twins} of {len(twins.twins)} planned]\n"
-        )
-        (artifacts / "verifier.log").write_text(log + res.stdout + "\n" + res.stderr, "utf-8")
-        (artifacts / "test-stdout.txt").write_text(res.stdout, encoding="utf-8")
-        if reward is not None:
-            (artifacts / "reward.txt").write_text(f"{reward}\n", encoding="utf-8")
-        if json_raw is not None and rewards:
-            (artifacts / "reward.json").write_text(json.dumps(rewards), encoding="utf-8")
-    tests_out = list(cases.results)
-    if not tests_out:
-        # One synthetic case: a script suite without CASE lines is one verdict.
-        message = "" if passed else f"reward={reward} exit={res.exit_code}"
-        tail = (res.stderr.strip() or res.stdout.strip()).splitlines()
-        if not passed and tail:
-            message += ": " + tail[-1][:300]
-        tests_out = [
-            TestResult(
-                file=script,
-                name="reward",
-                outcome=TestOutcome.passed if passed else TestOutcome.failed,
-                message=message,
-                origin_round=entry.origin_round,
-            )
-        ]
-    return VerifierOutcome(
-        passed=passed,
-        exit_code=res.exit_code,
-        timed_out=res.timed_out,
-        duration_sec=duration,
-        tests=tests_out,
-        problems=problems,
-        error=error,
-        reward=reward,
-        rewards=rewards,
-        cases_passed=cases.passed,
-        cases_total=cases.total,
-        integrity=integrity,
+    (artifacts / "verifier.log").write_text(log + res.stdout + "\n" + res.stderr, "utf-8")
+    (artifacts / "test-stdout.txt").write_text(res.stdout, encoding="utf-8")
+    if reward is not None:
+        (artifacts / "reward.txt").write_text(f"{reward}\n", encoding="utf-8")
+    if had_json and rewards:
+        (artifacts / "reward.json").write_text(json.dumps(rewards), encoding="utf-8")
+
+
+def _one_case(
+    script: str, entry: ActiveTest, passed: bool, reward: float | None, res: ExecResult
+) -> TestResult:
+    """One synthetic case: a script suite without CASE lines is one verdict."""
+    message = "" if passed else f"reward={reward} exit={res.exit_code}"
+    tail = (res.stderr.strip() or res.stdout.strip()).splitlines()
+    if not passed and tail:
+        message += ": " + tail[-1][:300]
+    return TestResult(
+        file=script,
+        name="reward",
+        outcome=TestOutcome.passed if passed else TestOutcome.failed,
+        message=message,
+        origin_round=entry.origin_round,
     )
 
 

@@ -3,6 +3,7 @@ the tests a module certainly defines, the plugins the suite itself names."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 
 from evoround.verifiers._pyast import parse as parse_ast
@@ -16,8 +17,6 @@ def expected_names(source: str) -> set[str]:
     from the run (passed, failed, skipped or under a collection error). Tests that appear
     from nowhere else (inherited, generated) are not required, so there are no false alarms.
     """
-    import ast
-
     try:
         tree = parse_ast(source)
     except SyntaxError:
@@ -40,31 +39,44 @@ def named_plugins(sources: Iterable[str], args: Iterable[str]) -> set[str]:
     and test files, and ``-p NAME`` in its pytest arguments. A plugin module that lives in
     the workspace (a project testing its own pytest plugin) is then the suite's choice, not
     the code under test registering itself; the twins and controls still stand."""
-    import ast
-
     out: set[str] = set()
     for source in sources:
         try:
             tree = parse_ast(source)
         except (SyntaxError, ValueError):
             continue
-        for node in tree.body:
-            if not isinstance(node, ast.Assign) or not any(
-                isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets
-            ):
-                continue
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                continue
-            names = [value] if isinstance(value, str) else value
-            if isinstance(names, (list, tuple)):
-                out.update(n for n in names if isinstance(n, str))
+        out.update(_pytest_plugins(tree))
+    out.update(_p_options(args))
+    out.discard("")
+    return {n for n in out if not n.startswith("no:")}
+
+
+def _pytest_plugins(tree: ast.Module) -> list[str]:
+    """The names of every top-level literal ``pytest_plugins = ...`` (a string or a list or
+    tuple of them) of one file."""
+    out: list[str] = []
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or not any(
+            isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets
+        ):
+            continue
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            continue
+        names = [value] if isinstance(value, str) else value
+        if isinstance(names, (list, tuple)):
+            out.extend(n for n in names if isinstance(n, str))
+    return out
+
+
+def _p_options(args: Iterable[str]) -> list[str]:
+    """The plugin names of ``-p NAME`` and ``-pNAME`` options ("" for a trailing ``-p``)."""
+    out: list[str] = []
     it = iter(args)
     for a in it:
         if a == "-p":
-            out.add(next(it, ""))
+            out.append(next(it, ""))
         elif a.startswith("-p") and len(a) > 2:
-            out.add(a[2:])
-    out.discard("")
-    return {n for n in out if not n.startswith("no:")}
+            out.append(a[2:])
+    return out

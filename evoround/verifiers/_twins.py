@@ -37,6 +37,7 @@ import random
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from evoround.verifiers._expect import (
     EQUAL_METHODS,
@@ -49,7 +50,7 @@ from evoround.verifiers._expect import (
     own_nodes,
     rewrite_checks,
 )
-from evoround.verifiers._names import Namer, file_words
+from evoround.verifiers._names import FileWords, Namer, file_words
 from evoround.verifiers._pyast import parse as parse_ast
 
 MAX_TWINS = 3
@@ -155,7 +156,7 @@ def _decorators_ok(node: ast.FunctionDef | ast.ClassDef) -> bool:
     return True
 
 
-def _eligible(fn: ast.AST, method: bool = False) -> bool:
+def _eligible(fn: ast.AST, method: bool = False) -> TypeGuard[ast.FunctionDef]:
     if not isinstance(fn, ast.FunctionDef) or not fn.name.startswith("test"):
         return False
     if method and not (fn.args.posonlyargs or fn.args.args):
@@ -182,6 +183,42 @@ def _hosts(tree: ast.Module, elsewhere: set[str]) -> list[_Host]:
     suite (a subclass or an importer would run the twin too); pytest-style classes without
     ``__init__``."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    bound = _bound_counts(tree)
+    extended = _extended(tree)
+    from_unittest = _unittest_imports(tree)
+    redefined = _redefines_assertions(tree)
+    out: list[_Host] = []
+    for name, c in classes.items():
+        if bound.get(name) != 1 or name in extended or name in elsewhere or c.keywords:
+            continue
+        if not _decorators_ok(c):
+            continue
+        is_unittest = _unittest_kind(c, classes, from_unittest)
+        if not is_unittest and not _pytest_class(c):
+            continue
+        out.append(_Host(c, is_unittest and not redefined))
+    return out
+
+
+def _pytest_class(c: ast.ClassDef) -> bool:
+    """A class pytest collects: named ``Test*``, without ``__init__``."""
+    has_init = any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in c.body)
+    return c.name.startswith("Test") and not has_init
+
+
+def _unittest_imports(tree: ast.Module) -> set[str]:
+    """Names the file imports from ``unittest`` (as it names them)."""
+    return {
+        (a.asname or a.name)
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module == "unittest"
+        for a in n.names
+    }
+
+
+def _bound_counts(tree: ast.Module) -> dict[str, int]:
+    """How often each top-level name is bound (defined or assigned): a class bound twice
+    may not be the class the twin is set on."""
     bound: dict[str, int] = {}
     for n in tree.body:
         targets: list[ast.expr] = []
@@ -192,61 +229,57 @@ def _hosts(tree: ast.Module, elsewhere: set[str]) -> list[_Host]:
         for name in [getattr(n, "name", None)] + [getattr(t, "id", None) for t in targets]:
             if name:
                 bound[name] = bound.get(name, 0) + 1
-    extended = {
+    return bound
+
+
+def _extended(tree: ast.Module) -> set[str | None]:
+    """The names of every base of every class of the file (its subclasses would run the
+    twin too)."""
+    return {
         getattr(b, "id", None) or getattr(b, "attr", None)
         for c in ast.walk(tree)
         if isinstance(c, ast.ClassDef)
         for b in c.bases
     }
-    from_unittest = {
-        (a.asname or a.name)
-        for n in tree.body
-        if isinstance(n, ast.ImportFrom) and n.module == "unittest"
-        for a in n.names
-    }
-    text = ast.unparse(tree)
-    redefined = "addTypeEqualityFunc" in text or any(
-        getattr(n, "name", None) in EQUAL_METHODS | TRUTH_METHODS
-        or getattr(n, "id", None) in EQUAL_METHODS | TRUTH_METHODS
-        or (
-            isinstance(n, ast.Attribute)
-            and n.attr in EQUAL_METHODS | TRUTH_METHODS
-            and isinstance(n.ctx, ast.Store)
-        )
+
+
+def _redefines_assertions(tree: ast.Module) -> bool:
+    """Whether the file defines, assigns or registers its own equality assertions: then a
+    changed ``assertEqual`` may not compare the way unittest's own does."""
+    methods = EQUAL_METHODS | TRUTH_METHODS
+    return "addTypeEqualityFunc" in ast.unparse(tree) or any(
+        getattr(n, "name", None) in methods
+        or getattr(n, "id", None) in methods
+        or (isinstance(n, ast.Attribute) and n.attr in methods and isinstance(n.ctx, ast.Store))
         for n in ast.walk(tree)
     )
 
-    def unittest_kind(c: ast.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
-        for b in c.bases:
-            if (
-                isinstance(b, ast.Attribute)
-                and b.attr in _UNITTEST_BASES
-                and ast.unparse(b.value) == "unittest"
-            ):
-                return True
-            if isinstance(b, ast.Name) and b.id in _UNITTEST_BASES and b.id in from_unittest:
-                return True
-            if (
-                isinstance(b, ast.Name)
-                and b.id in classes
-                and b.id not in seen
-                and unittest_kind(classes[b.id], seen | {c.name})
-            ):
-                return True
-        return False
 
-    out: list[_Host] = []
-    for name, c in classes.items():
-        if bound.get(name) != 1 or name in extended or name in elsewhere or c.keywords:
-            continue
-        if not _decorators_ok(c):
-            continue
-        is_unittest = unittest_kind(c)
-        has_init = any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in c.body)
-        if not is_unittest and (not name.startswith("Test") or has_init):
-            continue
-        out.append(_Host(c, is_unittest and not redefined))
-    return out
+def _unittest_kind(
+    c: ast.ClassDef,
+    classes: dict[str, ast.ClassDef],
+    from_unittest: set[str],
+    seen: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether ``c`` extends unittest's ``TestCase`` (``unittest.TestCase``, the name
+    imported from ``unittest``, or through a class of the same file)."""
+    for b in c.bases:
+        if (
+            isinstance(b, ast.Attribute)
+            and b.attr in _UNITTEST_BASES
+            and ast.unparse(b.value) == "unittest"
+        ):
+            return True
+        if isinstance(b, ast.Name) and b.id in _UNITTEST_BASES and b.id in from_unittest:
+            return True
+        if (
+            isinstance(b, ast.Name)
+            and b.id in classes
+            and b.id not in seen
+            and _unittest_kind(classes[b.id], classes, from_unittest, seen | {c.name})
+        ):
+            return True
+    return False
 
 
 def _module_literals(tree: ast.Module) -> set[str]:
@@ -353,6 +386,10 @@ def _twin_def(
     return text, uses_helper
 
 
+Candidate = tuple[ast.FunctionDef, _Host | None]
+"""A test that may get a twin, and the class it is a method of (None: module level)."""
+
+
 def plan_twins(
     files: dict[str, str], limit: int = MAX_TWINS, conftests: Iterable[str] = ()
 ) -> TwinPlan:
@@ -364,35 +401,11 @@ def plan_twins(
     plan = TwinPlan(lines={p: len(s.splitlines()) for p, s in files.items()})
     if any("pytest_generate_tests" in text for text in conftests):
         return plan
-    trees: dict[str, ast.Module] = {}
-    for path, source in files.items():
-        try:
-            trees[path] = parse_ast(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
+    trees = _parse_files(files)
     names = {p: _identifiers(t) for p, t in trees.items()}
     taken = set().union(*names.values()) if names else set()
-    by_file: dict[str, list[tuple[ast.FunctionDef, _Host | None]]] = {}
-    for path, tree in trees.items():
-        if "pytest_generate_tests" in names[path]:
-            continue  # it may parametrize by the test's name, which a twin does not share
-        elsewhere = set().union(*(n for p, n in names.items() if p != path))
-        found: list[tuple[ast.FunctionDef, _Host | None]] = [
-            (n, None)
-            for n in tree.body
-            if _eligible(n)  # type: ignore[misc]
-        ]
-        for host in _hosts(tree, elsewhere):
-            found += [(m, host) for m in host.node.body if _eligible(m, method=True)]  # type: ignore[misc]
-        if found:
-            by_file[path] = found
-    paths = list(by_file)
-    rng.shuffle(paths)
-    picks: list[tuple[str, ast.FunctionDef, _Host | None]] = []
-    while len(picks) < limit and any(by_file[p] for p in paths):
-        for p in paths:
-            if by_file[p] and len(picks) < limit:
-                picks.append((p, *by_file[p].pop(rng.randrange(len(by_file[p])))))
+    by_file = _candidates(trees, names)
+    picks = _pick(by_file, limit, rng)
     namer = Namer(rng, taken, "\n".join([*files, *files.values(), *conftests]))
     words = {p: file_words(trees[p]) for p in by_file}
     for path, fn, host in picks:
@@ -403,17 +416,69 @@ def plan_twins(
         if not text.endswith("\n"):
             text += "\n"
         twin, uses_helper = _twin_def(fn, name, helper, rng, host)
-        helper_src = ""
-        if uses_helper:
-            a, b, t, k, o = namer.locals_(5, w, {helper})
-            helper_src = _HELPER.format(
-                name=helper, a=a, b=b, t=t, k=k, o=o,
-                token=secrets.token_hex(6), shift=rng.randrange(10**6, 10**9),
-            )  # fmt: skip
+        helper_src = _helper_source(namer, w, helper, rng) if uses_helper else ""
         plan.sources[path] = f"{text}{helper_src}\n\n{twin}\n"
         fixed = _fixed_instances(fn, _module_literals(trees[path]))
         plan.twins.append(Twin(path, fn.name, name, host.node.name if host else "", fixed))
     return plan
+
+
+def _parse_files(files: dict[str, str]) -> dict[str, ast.Module]:
+    """The syntax tree of each file that parses (one that does not gets no twin)."""
+    trees: dict[str, ast.Module] = {}
+    for path, source in files.items():
+        try:
+            trees[path] = parse_ast(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return trees
+
+
+def _candidates(
+    trees: dict[str, ast.Module], names: dict[str, set[str]]
+) -> dict[str, list[Candidate]]:
+    """path -> the tests of that file that may get a twin (files with none are left out)."""
+    by_file: dict[str, list[Candidate]] = {}
+    for path, tree in trees.items():
+        if "pytest_generate_tests" in names[path]:
+            continue  # it may parametrize by the test's name, which a twin does not share
+        elsewhere = set().union(*(n for p, n in names.items() if p != path))
+        found: list[Candidate] = [(n, None) for n in tree.body if _eligible(n)]
+        for host in _hosts(tree, elsewhere):
+            found += [(m, host) for m in host.node.body if _eligible(m, method=True)]
+        if found:
+            by_file[path] = found
+    return by_file
+
+
+def _pick(
+    by_file: dict[str, list[Candidate]], limit: int, rng: random.Random
+) -> list[tuple[str, ast.FunctionDef, _Host | None]]:
+    """Up to ``limit`` random candidates, one per file in a random file order before any
+    file gives a second (``by_file``'s lists are used up)."""
+    paths = list(by_file)
+    rng.shuffle(paths)
+    picks: list[tuple[str, ast.FunctionDef, _Host | None]] = []
+    while len(picks) < limit and any(by_file[p] for p in paths):
+        for p in paths:
+            if by_file[p] and len(picks) < limit:
+                picks.append((p, *by_file[p].pop(rng.randrange(len(by_file[p])))))
+    return picks
+
+
+def _helper_source(namer: Namer, w: FileWords, helper: str, rng: random.Random) -> str:
+    """The run's helper (see :data:`_HELPER`) with local names made from the file's words."""
+    a, b, t, k, o = namer.locals_(5, w, {helper})
+    return _HELPER.format(
+        name=helper,
+        a=a,
+        b=b,
+        t=t,
+        k=k,
+        o=o,
+        token=secrets.token_hex(6),
+        shift=rng.randrange(10**6, 10**9),
+    )
 
 
 def shared_imports(files: dict[str, str], local: set[str]) -> list[str]:
@@ -431,19 +496,25 @@ def shared_imports(files: dict[str, str], local: set[str]) -> list[str]:
             tree = parse_ast(source)
         except (SyntaxError, ValueError):
             continue
-        body = tree.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            body = body[1:]
-        for node in body:
-            if isinstance(node, ast.Import):
-                mods = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                mods = [node.module]
-            else:
-                break
+        for node, mods in _leading_imports(tree):
             if any(m.split(".")[0] in local | {"__future__", "pytest"} for m in mods):
                 continue
             stmt = ast.unparse(node)
             if "*" not in stmt and stmt not in out:
                 out.append(stmt)
     return out
+
+
+def _leading_imports(tree: ast.Module) -> Iterable[tuple[ast.stmt, list[str]]]:
+    """(statement, modules it imports) for the absolute imports the file opens with, after
+    its docstring; the run ends at the first other statement."""
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    for node in body:
+        if isinstance(node, ast.Import):
+            yield node, [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node, [node.module]
+        else:
+            return

@@ -39,11 +39,16 @@ def verify_suite(
         # Harbor: task [verifier].env, then the step's [steps.verifier.env] (later wins).
         env = resolve_host_env({**spec.env, **rspec.verifier_env})
         return run_script(
-            sandbox, tests, round_index, script=spec.script, timeout=timeout,
+            sandbox,
+            tests,
+            round_index,
+            script=spec.script,
+            timeout=timeout,
             artifacts=artifacts,
             min_reward=rspec.min_reward if rspec.min_reward is not None else spec.min_reward,
-            nonzero_exit=spec.nonzero_exit, env=env,
-        )  # fmt: skip
+            nonzero_exit=spec.nonzero_exit,
+            env=env,
+        )
     return run_pytest(
         sandbox,
         tests,

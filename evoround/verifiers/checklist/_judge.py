@@ -31,11 +31,18 @@ from tenacity import (
     wait_exponential,
 )
 
-from evoround.results import CheckOutcome, CheckResult, EventType, Evidence, truncate
+from evoround.results import (
+    CheckOutcome,
+    CheckResult,
+    EventType,
+    Evidence,
+    TrajectoryEvent,
+    truncate,
+)
 from evoround.settings import settings
 from evoround.tasks import CheckSpec
 from evoround.throttle import model_slot
-from evoround.verifiers.checklist._model import RoundEvidence
+from evoround.verifiers.checklist._model import RoundEvidence, WorkspaceDiff
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -103,39 +110,56 @@ def render_evidence(ev: RoundEvidence, cfg: JudgeConfig) -> str:
     for i, e in enumerate(ev.events):
         if e.type is EventType.model_call:
             continue  # wire-level records (--proxy): the conversation is already there
-        head = f"[{i}] {e.type.value}"
-        if e.role:
-            head += f" ({e.role})"
-        if e.name:
-            head += f" {e.name}"
-        if e.tool_call_id:
-            head += f" id={e.tool_call_id}"
-        body = e.content
-        if e.arguments:
-            body += ("\n" if body else "") + json.dumps(e.arguments, ensure_ascii=False)
-        limit = cfg.max_tool_output if e.type is not EventType.message else 4 * cfg.max_tool_output
-        if e.exit_code is not None:
-            head += f" exit={e.exit_code}"
-        lines.append(f"{head}\n{truncate(body, limit)}")
+        lines.append(_event_text(i, e, cfg))
     lines.append("## Workspace diff")
     if ev.diff is None:
         lines.append("(not available)")
     else:
-        budget = cfg.max_diff_chars
-        for status, paths in (("added", ev.diff.added), ("modified", ev.diff.modified),
-                              ("deleted", ev.diff.deleted)):  # fmt: skip
-            for p in paths:
-                lines.append(f"--- {status}: {p}")
-                if status != "deleted" and budget > 0:
-                    added = "\n".join(f"+ {t}" for _, t in ev.diff.added_lines(p))
-                    chunk = truncate(added, min(budget, cfg.max_tool_output))
-                    budget -= len(chunk)
-                    lines.append(chunk)
-        if not ev.diff.changed:
-            lines.append("(no file changed)")
+        lines += _diff_lines(ev.diff, cfg)
     if ev.commits:
         lines.append("## New commits\n" + "\n".join(ev.commits))
     return "\n".join(lines)
+
+
+def _event_text(i: int, e: TrajectoryEvent, cfg: JudgeConfig) -> str:
+    """One trajectory event: a header (index, type, role, name, call id, exit code) and its
+    content and arguments, truncated (messages get four times a tool output's room)."""
+    head = f"[{i}] {e.type.value}"
+    if e.role:
+        head += f" ({e.role})"
+    if e.name:
+        head += f" {e.name}"
+    if e.tool_call_id:
+        head += f" id={e.tool_call_id}"
+    body = e.content
+    if e.arguments:
+        body += ("\n" if body else "") + json.dumps(e.arguments, ensure_ascii=False)
+    limit = cfg.max_tool_output if e.type is not EventType.message else 4 * cfg.max_tool_output
+    if e.exit_code is not None:
+        head += f" exit={e.exit_code}"
+    return f"{head}\n{truncate(body, limit)}"
+
+
+def _diff_lines(diff: WorkspaceDiff, cfg: JudgeConfig) -> list[str]:
+    """Every changed path with its status, and the added lines of added and modified files
+    while the diff budget lasts."""
+    lines: list[str] = []
+    budget = cfg.max_diff_chars
+    for status, paths in (
+        ("added", diff.added),
+        ("modified", diff.modified),
+        ("deleted", diff.deleted),
+    ):
+        for p in paths:
+            lines.append(f"--- {status}: {p}")
+            if status != "deleted" and budget > 0:
+                added = "\n".join(f"+ {t}" for _, t in diff.added_lines(p))
+                chunk = truncate(added, min(budget, cfg.max_tool_output))
+                budget -= len(chunk)
+                lines.append(chunk)
+    if not diff.changed:
+        lines.append("(no file changed)")
+    return lines
 
 
 def _messages(spec: CheckSpec, evidence_text: str) -> list[dict[str, str]]:
@@ -189,7 +213,7 @@ def _one_vote(cfg: JudgeConfig, messages: list[dict[str, str]]) -> dict[str, str
     with model_slot():  # judge calls share the job's model-connection limit
         resp = litellm.completion(**kwargs)
     try:
-        content = resp.choices[0].message.content  # type: ignore[union-attr]
+        content = resp.choices[0].message.content
     except (AttributeError, IndexError) as e:
         raise JudgeOutputError(f"malformed response: {e}") from None
     return parse_verdict(content or "")
@@ -215,22 +239,11 @@ def _cache_key(spec: CheckSpec, evidence_text: str, cfg: JudgeConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def judge_check(spec: CheckSpec, ev: RoundEvidence, cfg: JudgeConfig | None) -> CheckResult:
-    """Score one judge check; every failure mode ends as ``error`` with the reason."""
-    base: dict[str, Any] = dict(
-        id=spec.id, category=spec.category, kind=spec.kind, scope=spec.scope, round=ev.round,
-        wins_over=spec.wins_over, conflict=spec.wins_over is not None,
-    )  # fmt: skip
-    if cfg is None or not cfg.model:
-        return CheckResult(**base, result=CheckOutcome.error, detail="no judge model configured")
-    base["judge_model"] = cfg.model
-    text = render_evidence(ev, cfg)
-    key = _cache_key(spec, text, cfg)
-    cache_file = cfg.cache_dir / f"{key}.json" if cfg.cache_dir else None
-    if cache_file and cache_file.is_file():
-        cached = CheckResult.model_validate_json(cache_file.read_text())
-        return cached.model_copy(update={"round": ev.round, "detail": cached.detail + " (cached)"})
-    messages = _messages(spec, text)
+def _collect_votes(
+    cfg: JudgeConfig, messages: list[dict[str, str]]
+) -> tuple[list[dict[str, str]], list[str]]:
+    """``cfg.votes`` verdicts, each with its retries: (the verdicts given, why the others
+    failed)."""
     votes: list[dict[str, str]] = []
     failures: list[str] = []
     for _ in range(cfg.votes):
@@ -241,6 +254,30 @@ def judge_check(spec: CheckSpec, ev: RoundEvidence, cfg: JudgeConfig | None) -> 
             failures.append(f"{type(last).__name__}: {str(last)[:200]}")
         except Exception as e:  # non-retryable provider error
             failures.append(f"{type(e).__name__}: {str(e)[:200]}")
+    return votes, failures
+
+
+def judge_check(spec: CheckSpec, ev: RoundEvidence, cfg: JudgeConfig | None) -> CheckResult:
+    """Score one judge check; every failure mode ends as ``error`` with the reason."""
+    base: dict[str, Any] = dict(
+        id=spec.id,
+        category=spec.category,
+        kind=spec.kind,
+        scope=spec.scope,
+        round=ev.round,
+        wins_over=spec.wins_over,
+        conflict=spec.wins_over is not None,
+    )
+    if cfg is None or not cfg.model:
+        return CheckResult(**base, result=CheckOutcome.error, detail="no judge model configured")
+    base["judge_model"] = cfg.model
+    text = render_evidence(ev, cfg)
+    key = _cache_key(spec, text, cfg)
+    cache_file = cfg.cache_dir / f"{key}.json" if cfg.cache_dir else None
+    if cache_file and cache_file.is_file():
+        cached = CheckResult.model_validate_json(cache_file.read_text())
+        return cached.model_copy(update={"round": ev.round, "detail": cached.detail + " (cached)"})
+    votes, failures = _collect_votes(cfg, _messages(spec, text))
     tally = Counter(v["result"] for v in votes)
     labels = [v["result"] for v in votes] + ["error"] * len(failures)
     if not votes:

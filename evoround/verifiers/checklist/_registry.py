@@ -44,7 +44,7 @@ def rule(name: str, *needs: str) -> Callable[[RuleFn], RuleFn]:
     return deco
 
 
-def _param(params: dict[str, Any], key: str, default: Any = ..., kind: type | None = None) -> Any:
+def param(params: dict[str, Any], key: str, default: Any = ..., kind: type | None = None) -> Any:
     if key not in params:
         if default is ...:
             raise RuleParamError(f"missing param {key!r}")
@@ -55,15 +55,15 @@ def _param(params: dict[str, Any], key: str, default: Any = ..., kind: type | No
     return val
 
 
-def _regex(params: dict[str, Any], key: str) -> re.Pattern[str]:
+def param_regex(params: dict[str, Any], key: str) -> re.Pattern[str]:
     try:
-        return re.compile(_param(params, key, kind=str))
+        return re.compile(param(params, key, kind=str))
     except re.error as e:
         raise RuleParamError(f"param {key!r}: bad regex: {e}") from None
 
 
-def _globs(params: dict[str, Any], key: str, default: Any = ...) -> list[str]:
-    val = _param(params, key, default)
+def param_globs(params: dict[str, Any], key: str, default: Any = ...) -> list[str]:
+    val = param(params, key, default)
     return [val] if isinstance(val, str) else list(val)
 
 
@@ -72,7 +72,7 @@ FAIL = CheckOutcome.failed
 NA = CheckOutcome.not_applicable
 
 
-def _cut(text: str, n: int = 200) -> str:
+def cut(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 

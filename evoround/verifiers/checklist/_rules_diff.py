@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from evoround.results import Evidence
-from evoround.verifiers._pyast import parse as parse_ast
+from evoround.verifiers import parse_ast
 from evoround.verifiers.checklist._model import RoundEvidence, match_any
 from evoround.verifiers.checklist._registry import (
     FAIL,
@@ -16,10 +17,10 @@ from evoround.verifiers.checklist._registry import (
     PASS,
     RuleParamError,
     Verdict,
-    _cut,
-    _globs,
-    _param,
-    _regex,
+    cut,
+    param,
+    param_globs,
+    param_regex,
     rule,
 )
 
@@ -28,7 +29,7 @@ from evoround.verifiers.checklist._registry import (
 def files_unchanged(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """No file matching ``glob`` (one or a list) was added, modified or deleted."""
     assert ev.diff is not None
-    globs = _globs(p, "glob")
+    globs = param_globs(p, "glob")
     hits = [Evidence(kind="file", path=f) for f in ev.diff.changed if match_any(f, globs)]
     return (
         Verdict(FAIL, f"{len(hits)} protected file(s) changed", hits)
@@ -41,7 +42,7 @@ def files_unchanged(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 def changes_within(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """Every changed file matches one of ``glob`` (stay inside the allowed area)."""
     assert ev.diff is not None
-    globs = _globs(p, "glob")
+    globs = param_globs(p, "glob")
     if not ev.diff.changed:
         return Verdict(NA, "no file changed")
     out = [Evidence(kind="file", path=f) for f in ev.diff.changed if not match_any(f, globs)]
@@ -56,8 +57,8 @@ def changes_within(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 def max_files_changed(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """At most ``max`` files changed (optionally only those matching ``glob``)."""
     assert ev.diff is not None
-    limit = int(_param(p, "max"))
-    globs = _globs(p, "glob", "**")
+    limit = int(param(p, "max"))
+    globs = param_globs(p, "glob", "**")
     files = [f for f in ev.diff.changed if match_any(f, globs)]
     if len(files) > limit:
         return Verdict(
@@ -75,8 +76,8 @@ def changed_together(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     ``exclude`` (globs) removes files from the ``when`` side (e.g. tests).
     """
     assert ev.diff is not None
-    when, then = _globs(p, "when"), _globs(p, "then")
-    exclude = _globs(p, "exclude", [])
+    when, then = param_globs(p, "when"), param_globs(p, "then")
+    exclude = param_globs(p, "exclude", [])
     trig = [f for f in ev.diff.changed if match_any(f, when) and not match_any(f, exclude)]
     if not trig:
         return Verdict(NA, f"no changed file matches {when}")
@@ -109,13 +110,13 @@ def tests_added(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 def pattern_absent(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """No added line of a changed file matching ``glob`` matches ``pattern`` (regex)."""
     assert ev.diff is not None
-    rx = _regex(p, "pattern")
-    globs = _globs(p, "glob", "**")
+    rx = param_regex(p, "pattern")
+    globs = param_globs(p, "glob", "**")
     files = [f for f in ev.diff.added + ev.diff.modified if match_any(f, globs)]
     if not files:
         return Verdict(NA, f"no changed file matches {globs}")
     hits = [
-        Evidence(kind="file", path=f"{f}:{n}", excerpt=_cut(line))
+        Evidence(kind="file", path=f"{f}:{n}", excerpt=cut(line))
         for f in files
         for n, line in ev.diff.added_lines(f)
         if rx.search(line)
@@ -131,8 +132,8 @@ def pattern_absent(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 def file_naming(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """Added files matching ``glob`` have a base name matching ``pattern``."""
     assert ev.diff is not None
-    rx = _regex(p, "pattern")
-    files = [f for f in ev.diff.added if match_any(f, _globs(p, "glob", "**"))]
+    rx = param_regex(p, "pattern")
+    files = [f for f in ev.diff.added if match_any(f, param_globs(p, "glob", "**"))]
     if not files:
         return Verdict(NA, "no added file in scope")
     bad = [Evidence(kind="file", path=f) for f in files if not rx.fullmatch(f.rsplit("/", 1)[-1])]
@@ -143,6 +144,9 @@ def file_naming(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     )
 
 
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
 def _py_defs(src: str | None, kind: str) -> dict[str, tuple[int, bool]]:
     """name -> (line, has docstring) of module-level and class-level defs of ``kind``."""
     if not src:
@@ -151,7 +155,7 @@ def _py_defs(src: str | None, kind: str) -> dict[str, tuple[int, bool]]:
         tree = parse_ast(src)
     except SyntaxError:
         return {}
-    kinds: tuple[type, ...] = {
+    kinds: tuple[type[_Def], ...] = {
         "function": (ast.FunctionDef, ast.AsyncFunctionDef),
         "class": (ast.ClassDef,),
         "any": (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef),
@@ -159,7 +163,7 @@ def _py_defs(src: str | None, kind: str) -> dict[str, tuple[int, bool]]:
     out: dict[str, tuple[int, bool]] = {}
     for node in ast.walk(tree):
         if isinstance(node, kinds):
-            out[node.name] = (node.lineno, ast.get_docstring(node) is not None)  # type: ignore[arg-type]
+            out[node.name] = (node.lineno, ast.get_docstring(node) is not None)
     return out
 
 
@@ -167,13 +171,13 @@ def _py_defs(src: str | None, kind: str) -> dict[str, tuple[int, bool]]:
 def identifier_naming(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """New Python functions/classes (``kind``) in files matching ``glob`` match ``pattern``."""
     assert ev.diff is not None
-    rx = _regex(p, "pattern")
-    kind = _param(p, "kind", "function", str)
+    rx = param_regex(p, "pattern")
+    kind = param(p, "kind", "function", str)
     if kind not in ("function", "class", "any"):
         raise RuleParamError("kind must be function, class or any")
     new: list[tuple[str, str, int]] = []
     for f in ev.diff.added + ev.diff.modified:
-        if f.endswith(".py") and match_any(f, _globs(p, "glob", "**/*.py")):
+        if f.endswith(".py") and match_any(f, param_globs(p, "glob", "**/*.py")):
             old = _py_defs(ev.diff.text_before(f), kind)
             new += [
                 (f, n, ln)
@@ -198,8 +202,8 @@ def identifier_naming(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 def docstrings_required(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """Public functions and classes in changed files matching ``glob`` have docstrings."""
     assert ev.diff is not None
-    globs = _globs(p, "glob", "**/*.py")
-    exclude = _globs(p, "exclude", ["tests/**", "**/test_*.py"])
+    globs = param_globs(p, "glob", "**/*.py")
+    exclude = param_globs(p, "exclude", ["tests/**", "**/test_*.py"])
     files = [
         f
         for f in ev.diff.added + ev.diff.modified
@@ -224,7 +228,7 @@ def docstrings_required(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 def stdlib_only(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """Changed Python files import only the standard library, local modules and ``allow``."""
     assert ev.diff is not None
-    allow = set(_param(p, "allow", ["pytest"]))
+    allow = set(param(p, "allow", ["pytest"]))
     local = {f.split("/", 1)[0].removesuffix(".py") for f in ev.diff.after}
     files = [f for f in ev.diff.added + ev.diff.modified if f.endswith(".py")]
     if not files:
@@ -235,21 +239,26 @@ def stdlib_only(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
             tree = parse_ast(ev.diff.text_after(f) or "")
         except SyntaxError:
             continue
-        for node in ast.walk(tree):
-            mods: list[str] = []
-            if isinstance(node, ast.Import):
-                mods = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                mods = [node.module]
-            for m in mods:
-                top = m.split(".")[0]
-                if top not in sys.stdlib_module_names and top not in local and top not in allow:
-                    bad.append(Evidence(kind="file", path=f"{f}:{node.lineno}", excerpt=m))
+        for node, m in _absolute_imports(tree):
+            top = m.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in local and top not in allow:
+                bad.append(Evidence(kind="file", path=f"{f}:{node.lineno}", excerpt=m))
     return (
         Verdict(FAIL, f"{len(bad)} third-party import(s)", bad)
         if bad
         else Verdict(PASS, f"{len(files)} file(s) stdlib-only")
     )
+
+
+def _absolute_imports(tree: ast.Module) -> Iterable[tuple[ast.Import | ast.ImportFrom, str]]:
+    """(statement, module) of every absolute import anywhere in the file, in walk order
+    (a relative import is a local module)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield node, a.name
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node, node.module
 
 
 # ---- commits ----------------------------------------------------------------------------
@@ -259,10 +268,10 @@ def stdlib_only(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 def commit_message(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """Every new commit's subject matches ``pattern`` (e.g. Conventional Commits)."""
     assert ev.commits is not None
-    rx = _regex(p, "pattern")
+    rx = param_regex(p, "pattern")
     if not ev.commits:
         return Verdict(NA, "no new commit this round")
-    bad = [Evidence(kind="commit", excerpt=_cut(m)) for m in ev.commits if not rx.search(m)]
+    bad = [Evidence(kind="commit", excerpt=cut(m)) for m in ev.commits if not rx.search(m)]
     return (
         Verdict(FAIL, f"{len(bad)} commit message(s) break {rx.pattern!r}", bad)
         if bad

@@ -17,10 +17,10 @@ from evoround.verifiers.checklist._registry import (
     Rule,
     RuleParamError,
     Verdict,
-    _cut,
-    _globs,
-    _param,
-    _regex,
+    cut,
+    param,
+    param_globs,
+    param_regex,
     rule,
 )
 
@@ -28,9 +28,9 @@ from evoround.verifiers.checklist._registry import (
 @rule("command_never_run", "process")
 def command_never_run(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """No shell command matches ``pattern`` (regex), e.g. ``rm\\s+-rf``."""
-    rx = _regex(p, "pattern")
+    rx = param_regex(p, "pattern")
     hits = [
-        Evidence(kind="command", index=i, excerpt=_cut(c)) for i, c in ev.commands() if rx.search(c)
+        Evidence(kind="command", index=i, excerpt=cut(c)) for i, c in ev.commands() if rx.search(c)
     ]
     if hits:
         return Verdict(FAIL, f"forbidden command run {len(hits)} time(s)", hits)
@@ -40,11 +40,11 @@ def command_never_run(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 @rule("command_run", "process")
 def command_run(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """At least one command matches ``pattern`` (e.g. the tests were run)."""
-    rx = _regex(p, "pattern")
+    rx = param_regex(p, "pattern")
     for i, c in ev.commands():
         if rx.search(c):
             return Verdict(
-                PASS, "required command run", [Evidence(kind="command", index=i, excerpt=_cut(c))]
+                PASS, "required command run", [Evidence(kind="command", index=i, excerpt=cut(c))]
             )
     return Verdict(FAIL, f"no command matches {rx.pattern!r}")
 
@@ -52,7 +52,7 @@ def command_run(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 @rule("command_before", "process")
 def command_before(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """Every command matching ``then`` comes after some command matching ``first``."""
-    first, then = _regex(p, "first"), _regex(p, "then")
+    first, then = param_regex(p, "first"), param_regex(p, "then")
     seen_first = False
     triggered = False
     for i, c in ev.commands():
@@ -62,7 +62,7 @@ def command_before(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
                 return Verdict(
                     FAIL,
                     f"{then.pattern!r} before any {first.pattern!r}",
-                    [Evidence(kind="command", index=i, excerpt=_cut(c))],
+                    [Evidence(kind="command", index=i, excerpt=cut(c))],
                 )
         if first.search(c):
             seen_first = True
@@ -78,12 +78,12 @@ def _reads(ev: RoundEvidence, path: str, tool_names: tuple[str, ...] = ()) -> Ev
     """The first event that reads ``path``: a command naming it or a tool call about it."""
     for i, e in enumerate(ev.events):
         if e.type is EventType.command and path in e.content:
-            return Evidence(kind="command", index=i, path=path, excerpt=_cut(e.content))
+            return Evidence(kind="command", index=i, path=path, excerpt=cut(e.content))
         if e.type is EventType.tool_call:
             args = json.dumps(e.arguments or {})
             if path in args or (e.name in tool_names and tool_names):
                 return Evidence(
-                    kind="tool_call", index=i, path=path, excerpt=_cut(f"{e.name} {args}")
+                    kind="tool_call", index=i, path=path, excerpt=cut(f"{e.name} {args}")
                 )
     return None
 
@@ -94,7 +94,7 @@ def _when(p: dict[str, Any], ev: RoundEvidence) -> Verdict | None:
         return None
     if ev.diff is None:
         return Verdict(NA, "no workspace diff for the 'when' condition")
-    if not any(match_any(f, _globs(p, "when")) for f in ev.diff.changed):
+    if not any(match_any(f, param_globs(p, "when")) for f in ev.diff.changed):
         return Verdict(NA, f"no changed file matches {p['when']!r}")
     return None
 
@@ -105,7 +105,7 @@ def skill_invoked(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 
     With ``when`` (globs) it applies only in rounds that change matching files.
     """
-    path = _param(p, "skill", kind=str)
+    path = param(p, "skill", kind=str)
     if (v := _when(p, ev)) is not None:
         return v
     name = path.rstrip("/").removesuffix("/SKILL.md").rsplit("/", 1)[-1]
@@ -127,7 +127,7 @@ def skill_invoked(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 @rule("file_read", "process")
 def file_read(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """A file (``path``, e.g. a memory file) was read during the round."""
-    path = _param(p, "path", kind=str)
+    path = param(p, "path", kind=str)
     if (v := _when(p, ev)) is not None:
         return v
     found = _reads(ev, path)
@@ -150,7 +150,7 @@ EMOJI = re.compile(
 @rule("no_emoji")
 def no_emoji(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """No emoji in assistant messages and/or added lines (``where``: messages|files|both)."""
-    where = _param(p, "where", "both", str)
+    where = param(p, "where", "both", str)
     if where not in ("messages", "files", "both"):
         raise RuleParamError("where must be messages, files or both")
     hits: list[Evidence] = []
@@ -158,17 +158,17 @@ def no_emoji(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     if where in ("messages", "both") and ev.has_process:
         looked = True
         hits += [
-            Evidence(kind="message", index=i, excerpt=_cut(m))
+            Evidence(kind="message", index=i, excerpt=cut(m))
             for i, m in ev.assistant_messages()
             if EMOJI.search(m)
         ]
     if where in ("files", "both") and ev.diff is not None:
         looked = True
-        globs = _globs(p, "glob", "**")
+        globs = param_globs(p, "glob", "**")
         for f in ev.diff.changed:
             if match_any(f, globs):
                 hits += [
-                    Evidence(kind="file", path=f"{f}:{n}", excerpt=_cut(line))
+                    Evidence(kind="file", path=f"{f}:{n}", excerpt=cut(line))
                     for n, line in ev.diff.added_lines(f)
                     if EMOJI.search(line)
                 ]
@@ -184,7 +184,7 @@ def no_emoji(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 @rule("no_system_prompt_leak", "process")
 def no_system_prompt_leak(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """No assistant message repeats ``words`` (default 8) consecutive words of the system prompt."""
-    n = int(_param(p, "words", 8))
+    n = int(param(p, "words", 8))
     words = re.findall(r"\w+", ev.system_prompt.lower())
     if len(words) < n:
         return Verdict(NA, "system prompt shorter than the leak window")
@@ -247,8 +247,8 @@ def detect_language(text: str) -> str | None:
 @rule("response_language", "process")
 def response_language(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """Assistant messages are in ``language`` (en, de, fr, es, zh, ja, ko, ru)."""
-    want = _param(p, "language", kind=str)
-    min_chars = int(_param(p, "min_chars", 20))
+    want = param(p, "language", kind=str)
+    min_chars = int(param(p, "min_chars", 20))
     judged = 0
     for i, m in ev.assistant_messages():
         prose = re.sub(r"```.*?```|`[^`]*`", " ", m, flags=re.S)
@@ -262,7 +262,7 @@ def response_language(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
             return Verdict(
                 FAIL,
                 f"message in {got}, expected {want}",
-                [Evidence(kind="message", index=i, excerpt=_cut(m))],
+                [Evidence(kind="message", index=i, excerpt=cut(m))],
             )
     if not judged:
         return Verdict(NA, "no assistant prose long enough to judge")
@@ -272,7 +272,7 @@ def response_language(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
 @rule("message_matches", "process")
 def message_matches(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     """The final assistant message matches ``pattern`` (e.g. a required summary format)."""
-    rx = _regex(p, "pattern")
+    rx = param_regex(p, "pattern")
     msgs = ev.assistant_messages()
     if not msgs:
         return Verdict(FAIL, "no assistant message")
@@ -282,7 +282,7 @@ def message_matches(p: dict[str, Any], ev: RoundEvidence) -> Verdict:
     return Verdict(
         FAIL,
         f"final message does not match {rx.pattern!r}",
-        [Evidence(kind="message", index=i, excerpt=_cut(m))],
+        [Evidence(kind="message", index=i, excerpt=cut(m))],
     )
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Required, TypedDict, Unpack
 
-from evoround.results import CheckOutcome, CheckResult, TrajectoryEvent
+from evoround.results import CheckOutcome, CheckResult, Evidence, TrajectoryEvent
 from evoround.sandboxes import Sandbox
 from evoround.snapshots import Snapshot, SnapshotStore
 from evoround.tasks import CheckKind, CheckSpec, Task
@@ -29,7 +30,16 @@ def round_checks(task: Task, round_index: int) -> list[CheckSpec]:
     return list(task.config.checks) + list(task.round(round_index).spec.checks)
 
 
-def _result(spec: CheckSpec, round_index: int, **kw: object) -> CheckResult:
+class _Outcome(TypedDict, total=False):
+    """The fields of a check's result that its scoring decides (the rest come from the spec).
+    Only those given are set, so the result's set fields stay as they were."""
+
+    result: Required[CheckOutcome]
+    detail: str
+    evidence: list[Evidence]
+
+
+def _result(spec: CheckSpec, round_index: int, **kw: Unpack[_Outcome]) -> CheckResult:
     return CheckResult(
         id=spec.id,
         category=spec.category,
@@ -39,7 +49,7 @@ def _result(spec: CheckSpec, round_index: int, **kw: object) -> CheckResult:
         rule=spec.rule,
         wins_over=spec.wins_over,
         conflict=spec.wins_over is not None,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
@@ -51,8 +61,14 @@ def score_checks(
     for spec in specs:
         if spec.kind is CheckKind.rule:
             if not spec.rule:
-                out.append(_result(spec, ev.round, result=CheckOutcome.error,
-                                   detail="rule check without a 'rule' name"))  # fmt: skip
+                out.append(
+                    _result(
+                        spec,
+                        ev.round,
+                        result=CheckOutcome.error,
+                        detail="rule check without a 'rule' name",
+                    )
+                )
                 continue
             v = run_rule(spec.rule, dict(spec.params), ev)
             out.append(
@@ -62,8 +78,14 @@ def score_checks(
             try:
                 out.append(judge_check(spec, ev, judge))
             except Exception as e:  # belt and braces: judge_check already maps failures
-                out.append(_result(spec, ev.round, result=CheckOutcome.error,
-                                   detail=f"judge crashed: {type(e).__name__}: {e}"))  # fmt: skip
+                out.append(
+                    _result(
+                        spec,
+                        ev.round,
+                        result=CheckOutcome.error,
+                        detail=f"judge crashed: {type(e).__name__}: {e}",
+                    )
+                )
     return out
 
 
