@@ -40,7 +40,8 @@ from typing import Any
 
 from evoround.results import EventType, TrajectoryEvent, truncate
 from evoround.sandboxes import Sandbox
-from evoround.scaffolds._base import (
+from evoround.scaffolds._context import WorkspaceContext, scan_workspace
+from evoround.scaffolds.session import (
     STATE_DIR,
     AgentSession,
     RoundInput,
@@ -48,7 +49,6 @@ from evoround.scaffolds._base import (
     Scaffold,
     TraceStatus,
 )
-from evoround.scaffolds._context import WorkspaceContext, scan_workspace
 from evoround.settings import settings
 from evoround.tasks import Task
 
@@ -234,8 +234,9 @@ class ClaudeCodeSession(AgentSession):
                 f"{trace.error}. Check --api-base and that the sandbox can reach it; "
                 "CLAUDE_CODE_MAX_RETRIES sets how often Claude Code retries."
             )
-            trace.events.append(TrajectoryEvent(type=EventType.error, name="model_api",
-                                                content=hint))  # fmt: skip
+            trace.events.append(
+                TrajectoryEvent(type=EventType.error, name="model_api", content=hint)
+            )
         elif res.timed_out:
             trace.status = TraceStatus.timeout
             trace.error = f"agent timeout after {inp.timeout_sec:g}s"

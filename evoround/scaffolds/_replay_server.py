@@ -308,8 +308,11 @@ def _completion(req: dict[str, Any], content: str) -> str:
 def _openai_usage(req: dict[str, Any], turn: Turn) -> dict[str, int]:
     prompt = _tokens(req.get("messages") or [])
     completion = _tokens(turn.model_dump(mode="json"))
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}  # fmt: skip
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _openai_tool_calls(turn: Turn, prefix: str) -> list[dict[str, Any]]:
@@ -377,8 +380,14 @@ def _anthropic_blocks(turn: Turn, prefix: str) -> list[dict[str, Any]]:
     if turn.text:
         blocks.append({"type": "text", "text": turn.text})
     for k, tc in enumerate(turn.tool_calls):
-        blocks.append({"type": "tool_use", "id": _call_id(prefix, k, tc, "anthropic"),
-                       "name": tc.name, "input": tc.arguments})  # fmt: skip
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": _call_id(prefix, k, tc, "anthropic"),
+                "name": tc.name,
+                "input": tc.arguments,
+            }
+        )
     if not blocks:
         blocks.append({"type": "text", "text": ""})
     return blocks
@@ -386,8 +395,12 @@ def _anthropic_blocks(turn: Turn, prefix: str) -> list[dict[str, Any]]:
 
 def _anthropic_usage(req: dict[str, Any], turn: Turn) -> dict[str, int]:
     prompt = _tokens([req.get("system") or "", req.get("messages") or []])
-    return {"input_tokens": prompt, "output_tokens": _tokens(turn.model_dump(mode="json")),
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}  # fmt: skip
+    return {
+        "input_tokens": prompt,
+        "output_tokens": _tokens(turn.model_dump(mode="json")),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def anthropic_message(req: dict[str, Any], turn: Turn, prefix: str) -> str:
@@ -415,11 +428,22 @@ def anthropic_stream(req: dict[str, Any], turn: Turn, prefix: str) -> list[str]:
 
     start_usage = {**usage, "output_tokens": 1}
     out = [
-        event("message_start", {"message": {
-            "id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
-            "model": req.get("model", "replay"), "content": [], "stop_reason": None,
-            "stop_sequence": None, "usage": start_usage}}),
-    ]  # fmt: skip
+        event(
+            "message_start",
+            {
+                "message": {
+                    "id": f"msg_{uuid.uuid4().hex[:20]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": req.get("model", "replay"),
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                }
+            },
+        ),
+    ]
     for i, block in enumerate(_anthropic_blocks(turn, prefix)):
         if block["type"] == "text":
             out.append(
@@ -438,8 +462,12 @@ def anthropic_stream(req: dict[str, Any], turn: Turn, prefix: str) -> list[str]:
             empty = {**block, "input": {}}
             out.append(event("content_block_start", {"index": i, "content_block": empty}))
             partial = json.dumps(block["input"])
-            out.append(event("content_block_delta", {"index": i, "delta": {
-                "type": "input_json_delta", "partial_json": partial}}))  # fmt: skip
+            out.append(
+                event(
+                    "content_block_delta",
+                    {"index": i, "delta": {"type": "input_json_delta", "partial_json": partial}},
+                )
+            )
         out.append(event("content_block_stop", {"index": i}))
     stop = "tool_use" if turn.tool_calls else "end_turn"
     out.append(
@@ -501,8 +529,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body["_path"] = self.path
         body["_api"] = api
-        body["_headers"] = {k.lower(): v for k, v in self.headers.items()
-                            if k.lower().startswith(("x-", "anthropic-"))}  # fmt: skip
+        body["_headers"] = {
+            k.lower(): v
+            for k, v in self.headers.items()
+            if k.lower().startswith(("x-", "anthropic-"))
+        }
         reply = self.server.state.next_reply(body, api)
         if reply.delay_sec:
             time.sleep(reply.delay_sec)

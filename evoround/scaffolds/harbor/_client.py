@@ -40,20 +40,20 @@ from typing import Any
 
 from evoround.results import EventType, TrajectoryEvent
 from evoround.sandboxes import Sandbox, SandboxError
-from evoround.scaffolds._base import (
-    STATE_DIR,
-    AgentSession,
-    RoundInput,
-    RoundTrace,
-    Scaffold,
-    TraceStatus,
-)
 from evoround.scaffolds.harbor._atif import MAIN_FILE, atif_events, context_usage
 from evoround.scaffolds.harbor._install import HarborError, harbor_runtime
 from evoround.scaffolds.harbor._process import (
     START_TIMEOUT_SEC,
     BridgeRequestError,
     open_bridge,
+)
+from evoround.scaffolds.session import (
+    STATE_DIR,
+    AgentSession,
+    RoundInput,
+    RoundTrace,
+    Scaffold,
+    TraceStatus,
 )
 from evoround.settings import evoround_home, settings
 from evoround.tasks import Task

@@ -237,10 +237,17 @@ def install_harbor(home: Path, *, force: bool = False, log: Log = _quiet) -> Ins
         rootfs = work / "rootfs"
         mirror = settings().debian_mirror or DEFAULT_MIRROR
         _run(
-            [debootstrap, "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
-             str(rootfs), mirror],
-            f"debootstrap {SUITE}", log,
-        )  # fmt: skip
+            [
+                debootstrap,
+                "--variant=minbase",
+                f"--include={','.join(PACKAGES)}",
+                SUITE,
+                str(rootfs),
+                mirror,
+            ],
+            f"debootstrap {SUITE}",
+            log,
+        )
         ca = _host_ca_bundle()
         if ca is not None:
             dest = rootfs / HOST_CA.lstrip("/")
@@ -257,22 +264,34 @@ def install_harbor(home: Path, *, force: bool = False, log: Log = _quiet) -> Ins
         }
         if ca is not None:
             env["PIP_CERT"] = HOST_CA
-        for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DEFAULT_TIMEOUT",
-                  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
-                  "no_proxy"):  # fmt: skip
+        for k in (
+            "PIP_INDEX_URL",
+            "PIP_EXTRA_INDEX_URL",
+            "PIP_TRUSTED_HOST",
+            "PIP_DEFAULT_TIMEOUT",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "no_proxy",
+        ):
             if os.environ.get(k):
                 env[k] = os.environ[k]
         chroot = [shutil.which("chroot") or "/usr/sbin/chroot", str(rootfs)]
         _run([*chroot, "python3", "-m", "venv", VENV], "creating the venv", log, env=env)
         _run(
             [*chroot, f"{VENV}/bin/pip", "install", "-q", f"harbor=={version}"],
-            f"pip install harbor=={version}", log, env=env,
-        )  # fmt: skip
+            f"pip install harbor=={version}",
+            log,
+            env=env,
+        )
         _run(
             [*chroot, f"{VENV}/bin/python", "-c", "import harbor.agents.factory"],
-            "importing harbor", log,
+            "importing harbor",
+            log,
             env={**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        )  # fmt: skip
+        )
         trim_rootfs(rootfs)
         (work / ".installed").write_text(f"harbor {version}\n", encoding="utf-8")
         shutil.rmtree(final, ignore_errors=True)
