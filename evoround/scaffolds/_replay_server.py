@@ -215,22 +215,39 @@ class _State:
         return reply
 
     def _answer(self, body: dict[str, Any], api: str) -> _Reply:
+        """A scripted round's next turn for an agent's request (it sends tools), else the
+        first answer that matches, else the fallbacks."""
         if self.script.rounds and body.get("tools"):
-            rnd, turn = conversation_position(body.get("messages") or [])
-            # evoround tags every model call with its round: an SR session of round 5
-            # starts fresh (one user turn) but must get round 5's answers.
-            tagged = str((body.get("_headers") or {}).get("x-evoround-round", ""))
-            if tagged.isdigit() and int(tagged) >= 1:
-                rnd = int(tagged)
-            body["_round"], body["_turn"] = rnd, turn
-            if rnd < 1 or rnd > len(self.script.rounds):
-                return _Reply(404, _error(404, f"no scripted round {rnd}"))
-            script = self.script.rounds[rnd - 1]
-            if turn < len(script.turns):
-                t = script.turns[turn]
-                return _Reply(message=t, ids_prefix=f"r{rnd}t{turn}", delay_sec=t.delay_sec)
-            return _Reply(message=Turn(text=script.final), ids_prefix=f"r{rnd}t{turn}")
-        text = _last_user_text(body)
+            return self._scripted_turn(body)
+        matched = self._matching_answer(_last_user_text(body))
+        if matched is not None:
+            return matched
+        if self.script.default is not None:
+            return _Reply(message=Turn(text=self.script.default))
+        if self.script.rounds:
+            return _Reply(message=Turn(text=self.script.side_answer))
+        return _Reply(404, _error(404, "no scripted answer matches this request"))
+
+    def _scripted_turn(self, body: dict[str, Any]) -> _Reply:
+        """The turn at the conversation's position; the round's final text once the turns
+        are used up (so the agent ends its round). Records the position in the log."""
+        rnd, turn = conversation_position(body.get("messages") or [])
+        # evoround tags every model call with its round: an SR session of round 5
+        # starts fresh (one user turn) but must get round 5's answers.
+        tagged = str((body.get("_headers") or {}).get("x-evoround-round", ""))
+        if tagged.isdigit() and int(tagged) >= 1:
+            rnd = int(tagged)
+        body["_round"], body["_turn"] = rnd, turn
+        if rnd < 1 or rnd > len(self.script.rounds):
+            return _Reply(404, _error(404, f"no scripted round {rnd}"))
+        script = self.script.rounds[rnd - 1]
+        if turn < len(script.turns):
+            t = script.turns[turn]
+            return _Reply(message=t, ids_prefix=f"r{rnd}t{turn}", delay_sec=t.delay_sec)
+        return _Reply(message=Turn(text=script.final), ids_prefix=f"r{rnd}t{turn}")
+
+    def _matching_answer(self, text: str) -> _Reply | None:
+        """The first answer whose pattern matches and that has uses left (it uses one)."""
         for i, a in enumerate(self.script.answers):
             if a.times is not None and self.answer_used[i] >= a.times:
                 continue
@@ -242,11 +259,7 @@ class _State:
             if a.status is not None and a.status >= 400:
                 return _Reply(a.status, _error(a.status))
             return _Reply(message=Turn(text=a.content or ""))
-        if self.script.default is not None:
-            return _Reply(message=Turn(text=self.script.default))
-        if self.script.rounds:
-            return _Reply(message=Turn(text=self.script.side_answer))
-        return _Reply(404, _error(404, "no scripted answer matches this request"))
+        return None
 
 
 def _is_tool_result(m: dict[str, Any]) -> bool:
