@@ -4,15 +4,6 @@ mini-swe-agent), workspace context and the replay model server.
 """
 
 from evoround.scaffolds._agents import MODEL_AGENTS, ModelOptions, is_model_agent
-from evoround.scaffolds._base import (
-    STATE_DIR,
-    AgentSession,
-    RoundInput,
-    RoundTrace,
-    Scaffold,
-    TraceStatus,
-    round_message,
-)
 from evoround.scaffolds._builtin import (
     BUNDLED_SCRIPTS,
     NopScaffold,
@@ -34,6 +25,15 @@ from evoround.scaffolds._reference import (
     stage_solutions,
 )
 from evoround.scaffolds._replay_server import conversation_position, load_replay_script, serve
+from evoround.scaffolds.session import (
+    STATE_DIR,
+    AgentSession,
+    RoundInput,
+    RoundTrace,
+    Scaffold,
+    TraceStatus,
+    round_message,
+)
 
 __all__ = [
     "has_price",

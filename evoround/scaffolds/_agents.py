@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evoround.scaffolds._base import Scaffold
+from evoround.scaffolds.session import Scaffold
 
 MODEL_AGENTS = ("evoround-agent", "claude-code", "mini-swe-agent")
 
@@ -52,10 +52,14 @@ def model_scaffold(agent: str, opts: ModelOptions) -> Scaffold:
         if not opts.model:
             raise ValueError("--agent evoround-agent needs --model PROVIDER/NAME")
         agent_ = LLMAgentScaffold(
-            opts.model, api_base=opts.api_base, api_key=opts.api_key, max_steps=opts.max_steps,
-            max_tokens=opts.max_tokens, extra_headers=opts.extra_headers,
+            opts.model,
+            api_base=opts.api_base,
+            api_key=opts.api_key,
+            max_steps=opts.max_steps,
+            max_tokens=opts.max_tokens,
+            extra_headers=opts.extra_headers,
             model_args=opts.model_args,
-        )  # fmt: skip
+        )
         return _proxied(agent_, opts)
     if agent == "claude-code":
         from evoround.scaffolds._claude_code import ClaudeCodeScaffold
@@ -67,22 +71,29 @@ def model_scaffold(agent: str, opts: ModelOptions) -> Scaffold:
             )
         if opts.proxy_url:  # Claude Code asks the proxy for the bare model name
             return ClaudeCodeScaffold(
-                model=(opts.model or "").rpartition("/")[2] or None, base_url=opts.proxy_url,
-                api_key=opts.proxy_key, max_turns=opts.max_steps,
-            )  # fmt: skip
+                model=(opts.model or "").rpartition("/")[2] or None,
+                base_url=opts.proxy_url,
+                api_key=opts.proxy_key,
+                max_turns=opts.max_steps,
+            )
         return ClaudeCodeScaffold(
-            model=opts.model, base_url=opts.api_base, api_key=opts.api_key,
+            model=opts.model,
+            base_url=opts.api_base,
+            api_key=opts.api_key,
             max_turns=opts.max_steps,
-        )  # fmt: skip
+        )
     if agent == "mini-swe-agent":
         from evoround.scaffolds._mini_swe import MiniSweScaffold
 
         if not opts.model:
             raise ValueError("--agent mini-swe-agent needs --model PROVIDER/NAME")
         mini = MiniSweScaffold(
-            opts.model, api_base=opts.api_base, api_key=opts.api_key, max_steps=opts.max_steps,
+            opts.model,
+            api_base=opts.api_base,
+            api_key=opts.api_key,
+            max_steps=opts.max_steps,
             model_args=opts.model_args,
-        )  # fmt: skip
+        )
         return _proxied(mini, opts)
     raise ValueError(f"unknown model agent {agent!r} (known: {', '.join(MODEL_AGENTS)})")
 

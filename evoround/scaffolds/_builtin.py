@@ -19,14 +19,14 @@ from pydantic import (
 
 from evoround.results import EventType, TrajectoryEvent, truncate
 from evoround.sandboxes import Sandbox
-from evoround.scaffolds._base import (
+from evoround.scaffolds._reference import reference_apply, solution_env
+from evoround.scaffolds.session import (
     AgentSession,
     RoundInput,
     RoundTrace,
     Scaffold,
     TraceStatus,
 )
-from evoround.scaffolds._reference import reference_apply, solution_env
 from evoround.tasks import Task, describe_error, known_keys, unknown_key_message
 
 

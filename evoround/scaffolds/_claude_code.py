@@ -35,12 +35,15 @@ import re
 import shlex
 import shutil
 import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evoround.results import EventType, TrajectoryEvent, truncate
 from evoround.sandboxes import Sandbox
-from evoround.scaffolds._base import (
+from evoround.scaffolds._context import WorkspaceContext, scan_workspace
+from evoround.scaffolds.session import (
     STATE_DIR,
     AgentSession,
     RoundInput,
@@ -48,7 +51,6 @@ from evoround.scaffolds._base import (
     Scaffold,
     TraceStatus,
 )
-from evoround.scaffolds._context import WorkspaceContext, scan_workspace
 from evoround.settings import settings
 from evoround.tasks import Task
 
@@ -234,8 +236,9 @@ class ClaudeCodeSession(AgentSession):
                 f"{trace.error}. Check --api-base and that the sandbox can reach it; "
                 "CLAUDE_CODE_MAX_RETRIES sets how often Claude Code retries."
             )
-            trace.events.append(TrajectoryEvent(type=EventType.error, name="model_api",
-                                                content=hint))  # fmt: skip
+            trace.events.append(
+                TrajectoryEvent(type=EventType.error, name="model_api", content=hint)
+            )
         elif res.timed_out:
             trace.status = TraceStatus.timeout
             trace.error = f"agent timeout after {inp.timeout_sec:g}s"
@@ -282,6 +285,102 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def _json_lines(stdout: str) -> Iterator[Any]:
+    """Every line of ``stdout`` that is JSON (Claude Code may print other text too)."""
+    for line in stdout.splitlines():
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            continue
+
+
+@dataclass
+class _Stream:
+    """What reading a stream-json output collects besides the events themselves."""
+
+    events: list[TrajectoryEvent]
+    result: dict[str, Any] | None = None
+    seen: set[str] = field(default_factory=set)
+    """Message ids whose usage is already taken (one ``assistant`` line per content block)."""
+    per_message: list[tuple[int, dict[str, int]]] = field(default_factory=list)
+    """(index of the message's first event, its usage) per assistant message."""
+
+
+def _assistant_event(block: dict[str, Any]) -> TrajectoryEvent | None:
+    """A text block is a message, a tool_use block a tool call; others (thinking) are not kept."""
+    if block.get("type") == "text" and block.get("text"):
+        return TrajectoryEvent(type=EventType.message, role="assistant", content=block["text"])
+    if block.get("type") == "tool_use":
+        return TrajectoryEvent(
+            type=EventType.tool_call,
+            tool_call_id=block.get("id"),
+            name=block.get("name"),
+            arguments=block.get("input") or {},
+        )
+    return None
+
+
+def _on_assistant(stream: _Stream, obj: dict[str, Any]) -> None:
+    msg = obj.get("message") or {}
+    first = len(stream.events)
+    for block in msg.get("content") or []:
+        event = _assistant_event(block)
+        if event is not None:
+            stream.events.append(event)
+    mid = msg.get("id")
+    if mid and mid not in stream.seen and len(stream.events) > first:
+        stream.seen.add(mid)
+        stream.per_message.append((first, _int_usage(msg.get("usage"))))
+
+
+def _on_user(stream: _Stream, obj: dict[str, Any]) -> None:
+    """The user lines Claude Code prints are its tool results (the prompt is not echoed)."""
+    for block in (obj.get("message") or {}).get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            stream.events.append(
+                TrajectoryEvent(
+                    type=EventType.tool_result,
+                    tool_call_id=block.get("tool_use_id"),
+                    content=truncate(_text(block.get("content"))),
+                    exit_code=1 if block.get("is_error") else 0,
+                )
+            )
+
+
+def _on_result(stream: _Stream, obj: dict[str, Any]) -> None:
+    """The last line: kept for its totals; an unsuccessful end is an error event."""
+    stream.result = obj
+    if obj.get("is_error") or obj.get("subtype") not in (None, "success"):
+        stream.events.append(
+            TrajectoryEvent(
+                type=EventType.error, name=obj.get("subtype"), content=_text(obj.get("result"))
+            )
+        )
+
+
+_ON_LINE: dict[str, Callable[[_Stream, dict[str, Any]], None]] = {
+    "assistant": _on_assistant,
+    "user": _on_user,
+    "result": _on_result,
+}
+
+
+def _place_usage(stream: _Stream) -> None:
+    """The result line's exact totals go on the last assistant event; without them, each
+    message's own usage goes on its first event."""
+    events = stream.events
+    total = _int_usage((stream.result or {}).get("usage"))
+    assistant = [
+        i for i, e in enumerate(events) if e.role == "assistant" or e.type is EventType.tool_call
+    ]
+    if total and assistant:
+        events[assistant[-1]].usage = total
+        return
+    for idx, usage in stream.per_message:
+        if usage:
+            events[idx].usage = usage
+
+
 def parse_stream_json(stdout: str, events: list[TrajectoryEvent]) -> dict[str, Any] | None:
     """Append the normalised events of Claude Code's stream-json; return its ``result`` line.
 
@@ -289,70 +388,32 @@ def parse_stream_json(stdout: str, events: list[TrajectoryEvent]) -> dict[str, A
     same usage), so usage is taken once per message id; when the final ``result``
     line is there its totals replace the per-message figures (they are exact).
     """
-    result: dict[str, Any] | None = None
-    seen: set[str] = set()
-    per_message: list[tuple[int, dict[str, int]]] = []
-    for line in stdout.splitlines():
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
+    stream = _Stream(events)
+    for obj in _json_lines(stdout):
+        handler = _ON_LINE.get(obj.get("type"))
+        if handler is not None:
+            handler(stream, obj)
+    _place_usage(stream)
+    return stream.result
+
+
+def _retries(stdout: str) -> tuple[list[dict[str, Any]], bool]:
+    """The ``system/api_retry`` lines, and whether a real answer came after the last one
+    (retries before an answer were recovered from)."""
+    retries: list[dict[str, Any]] = []
+    worked_after = False
+    for obj in _json_lines(stdout):
+        if not isinstance(obj, dict):
             continue
-        kind = obj.get("type")
-        msg = obj.get("message") or {}
-        if kind == "assistant":
-            first = len(events)
-            for block in msg.get("content") or []:
-                if block.get("type") == "text" and block.get("text"):
-                    events.append(
-                        TrajectoryEvent(
-                            type=EventType.message, role="assistant", content=block["text"]
-                        )
-                    )
-                elif block.get("type") == "tool_use":
-                    events.append(
-                        TrajectoryEvent(
-                            type=EventType.tool_call,
-                            tool_call_id=block.get("id"),
-                            name=block.get("name"),
-                            arguments=block.get("input") or {},
-                        )
-                    )
-            mid = msg.get("id")
-            if mid and mid not in seen and len(events) > first:
-                seen.add(mid)
-                per_message.append((first, _int_usage(msg.get("usage"))))
-        elif kind == "user":
-            for block in msg.get("content") or []:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    events.append(
-                        TrajectoryEvent(
-                            type=EventType.tool_result,
-                            tool_call_id=block.get("tool_use_id"),
-                            content=truncate(_text(block.get("content"))),
-                            exit_code=1 if block.get("is_error") else 0,
-                        )
-                    )
-        elif kind == "result":
-            result = obj
-            if obj.get("is_error") or obj.get("subtype") not in (None, "success"):
-                events.append(
-                    TrajectoryEvent(
-                        type=EventType.error,
-                        name=obj.get("subtype"),
-                        content=_text(obj.get("result")),
-                    )
-                )
-    total = _int_usage((result or {}).get("usage"))
-    assistant = [
-        i for i, e in enumerate(events) if e.role == "assistant" or e.type is EventType.tool_call
-    ]
-    if total and assistant:
-        events[assistant[-1]].usage = total
-    else:
-        for idx, usage in per_message:
-            if usage:
-                events[idx].usage = usage
-    return result
+        if obj.get("type") == "system" and obj.get("subtype") == "api_retry":
+            retries.append(obj)
+            worked_after = False
+        elif obj.get("type") == "user" or (
+            obj.get("type") == "assistant"
+            and (obj.get("message") or {}).get("model") != "<synthetic>"
+        ):
+            worked_after = True
+    return retries, worked_after
 
 
 def model_api_failure(stdout: str, result: dict[str, Any] | None, *, timed_out: bool) -> str | None:
@@ -363,23 +424,7 @@ def model_api_failure(stdout: str, result: dict[str, Any] | None, *, timed_out: 
     hit the agent timeout while the last thing Claude Code did was retry the API is the
     endpoint's failure too (a black-holed address retries far past any timeout).
     """
-    retries: list[dict[str, Any]] = []
-    worked_after = False
-    for line in stdout.splitlines():
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(obj, dict):
-            continue
-        if obj.get("type") == "system" and obj.get("subtype") == "api_retry":
-            retries.append(obj)
-            worked_after = False
-        elif obj.get("type") == "user" or (
-            obj.get("type") == "assistant"
-            and (obj.get("message") or {}).get("model") != "<synthetic>"
-        ):
-            worked_after = True  # a real answer came (retries before it were recovered)
+    retries, worked_after = _retries(stdout)
     last = retries[-1] if retries else {}
     detail = f"{len(retries)} retries, last error {last.get('error_status') or last.get('error')}"
     if result is not None and result.get("is_error"):

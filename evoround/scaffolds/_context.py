@@ -45,8 +45,9 @@ class WorkspaceContext:
             for name, text in self.instructions.items():
                 parts.append(f"# Repository instructions ({name})\n\n{text.strip()}")
         if self.skills:
-            lines = [f"- {s.name}: {s.description} (read {s.path} before using it)"
-                     for s in self.skills]  # fmt: skip
+            lines = [
+                f"- {s.name}: {s.description} (read {s.path} before using it)" for s in self.skills
+            ]
             parts.append("# Skills\n\nSkills available in this repository:\n" + "\n".join(lines))
         if self.memory:
             parts.append(

@@ -18,13 +18,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from evoround.fileio import atomic_write
 from evoround.results import EventType, TrajectoryEvent, truncate
 from evoround.sandboxes import Sandbox
-from evoround.scaffolds._base import (
+from evoround.scaffolds._context import scan_workspace, system_message
+from evoround.scaffolds.session import (
     STATE_DIR,
     AgentSession,
     RoundInput,
@@ -32,7 +34,6 @@ from evoround.scaffolds._base import (
     Scaffold,
     TraceStatus,
 )
-from evoround.scaffolds._context import scan_workspace, system_message
 from evoround.tasks import Task
 from evoround.throttle import model_slot
 
@@ -41,36 +42,54 @@ Use the tools to inspect and change files and to run commands; paths are relativ
 repository root. Work until the user's request is done, then call `finish` with a one-line
 summary. The user may come back with further requests in later turns."""
 
-TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {
-        "name": "bash", "description": "Run a bash command in the repository root.",
-        "parameters": {"type": "object", "properties": {
-            "command": {"type": "string"},
-            "timeout": {"type": "number", "description": "Seconds (default 120)."}},
-            "required": ["command"]}}},
-    {"type": "function", "function": {
-        "name": "read_file", "description": "Read a text file.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                       "required": ["path"]}}},
-    {"type": "function", "function": {
-        "name": "write_file", "description": "Create or overwrite a file.",
-        "parameters": {"type": "object", "properties": {
-            "path": {"type": "string"}, "content": {"type": "string"}},
-            "required": ["path", "content"]}}},
-    {"type": "function", "function": {
-        "name": "str_replace",
-        "description": "Replace one exact, unique occurrence of old_str in a file with new_str.",
-        "parameters": {"type": "object", "properties": {
-            "path": {"type": "string"}, "old_str": {"type": "string"},
-            "new_str": {"type": "string"}}, "required": ["path", "old_str", "new_str"]}}},
-    {"type": "function", "function": {
-        "name": "finish", "description": "End your turn: the user's request is done.",
-        "parameters": {"type": "object", "properties": {"summary": {"type": "string"}},
-                       "required": []}}},
-]  # fmt: skip
 
-RETRYABLE = ("RateLimitError", "InternalServerError", "ServiceUnavailableError",
-             "APIConnectionError", "BadGatewayError", "APIError")  # fmt: skip
+def _function(
+    name: str, description: str, required: list[str], **properties: dict[str, Any]
+) -> dict[str, Any]:
+    """One tool in OpenAI's function-calling format (what the model is sent, as is)."""
+    parameters = {"type": "object", "properties": properties, "required": required}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+_STRING = {"type": "string"}
+TOOLS: list[dict[str, Any]] = [
+    _function(
+        "bash",
+        "Run a bash command in the repository root.",
+        ["command"],
+        command=_STRING,
+        timeout={"type": "number", "description": "Seconds (default 120)."},
+    ),
+    _function("read_file", "Read a text file.", ["path"], path=_STRING),
+    _function(
+        "write_file",
+        "Create or overwrite a file.",
+        ["path", "content"],
+        path=_STRING,
+        content=_STRING,
+    ),
+    _function(
+        "str_replace",
+        "Replace one exact, unique occurrence of old_str in a file with new_str.",
+        ["path", "old_str", "new_str"],
+        path=_STRING,
+        old_str=_STRING,
+        new_str=_STRING,
+    ),
+    _function("finish", "End your turn: the user's request is done.", [], summary=_STRING),
+]
+
+RETRYABLE = (
+    "RateLimitError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "APIConnectionError",
+    "BadGatewayError",
+    "APIError",
+)
 
 
 class _Deadline(Exception):
@@ -110,6 +129,9 @@ class LLMAgentScaffold(Scaffold):
 
     def start(self, task: Task, sandbox: Sandbox) -> AgentSession:
         return LLMAgentSession(self, task, sandbox)
+
+
+_ToolHandler = Callable[["LLMAgentSession", dict[str, Any], float], tuple[str, int]]
 
 
 class LLMAgentSession(AgentSession):
@@ -252,6 +274,8 @@ class LLMAgentSession(AgentSession):
         self, trace: RoundTrace, call_id: str, name: str, raw_args: str, deadline: float
     ) -> bool:
         """Execute one tool call, append its result message; True when it was ``finish``."""
+        output: str | None = None  # set here only when the arguments are unusable
+        code = 0
         try:
             args = json.loads(raw_args or "{}")
             if not isinstance(args, dict):
@@ -259,8 +283,6 @@ class LLMAgentSession(AgentSession):
         except ValueError as e:
             args = {}
             output, code = f"error: invalid JSON arguments: {e}", 1
-        else:
-            output, code = None, 0
         trace.events.append(
             TrajectoryEvent(
                 type=EventType.tool_call, tool_call_id=call_id, name=name, arguments=args
@@ -282,42 +304,63 @@ class LLMAgentSession(AgentSession):
         return finished
 
     def _tool(self, name: str, args: dict[str, Any], deadline: float) -> tuple[str, int]:
-        sb = self.sandbox
-        try:
-            if name == "bash":
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise _Deadline
-                limit = min(float(args.get("timeout") or self.cfg.bash_timeout), left)
-                res = sb.exec(str(args["command"]), timeout=limit)
-                if res.timed_out and time.monotonic() >= deadline - 0.05:
-                    raise _Deadline
-                out = truncate(res.stdout + res.stderr, 20000)
-                if res.timed_out:
-                    out += f"\n[timed out after {limit:g}s]"
-                return f"exit code {res.exit_code}\n{out}", res.exit_code
-            if name == "read_file":
-                return sb.read_file(str(args["path"])).decode(errors="replace"), 0
-            if name == "write_file":
-                sb.write_file(str(args["path"]), str(args["content"]))
-                return f"wrote {args['path']}", 0
-            if name == "str_replace":
-                path, old = str(args["path"]), str(args["old_str"])
-                text = sb.read_file(path).decode()
-                n = text.count(old)
-                if n != 1:
-                    return f"error: old_str occurs {n} times in {path} (must be exactly once)", 1
-                sb.write_file(path, text.replace(old, str(args["new_str"])))
-                return f"edited {path}", 0
-            if name == "finish":
-                return str(args.get("summary") or "finished"), 0
+        """Run one tool; a bad call becomes an error result the model can read and correct,
+        never a crash of the round (only the round's deadline escapes)."""
+        handler = self._TOOLS.get(name)
+        if handler is None:
             return f"error: unknown tool {name!r}", 1
+        try:
+            return handler(self, args, deadline)
         except _Deadline:
             raise
         except KeyError as e:
             return f"error: missing argument {e}", 1
         except (OSError, UnicodeDecodeError) as e:
             return f"error: {type(e).__name__}: {e}", 1
+
+    def _bash(self, args: dict[str, Any], deadline: float) -> tuple[str, int]:
+        """The command gets the smaller of its own timeout and what is left of the round:
+        a command cut by the round's deadline ends the round rather than answering."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Deadline
+        limit = min(float(args.get("timeout") or self.cfg.bash_timeout), left)
+        res = self.sandbox.exec(str(args["command"]), timeout=limit)
+        if res.timed_out and time.monotonic() >= deadline - 0.05:
+            raise _Deadline
+        out = truncate(res.stdout + res.stderr, 20000)
+        if res.timed_out:
+            out += f"\n[timed out after {limit:g}s]"
+        return f"exit code {res.exit_code}\n{out}", res.exit_code
+
+    def _read_file(self, args: dict[str, Any], deadline: float) -> tuple[str, int]:
+        return self.sandbox.read_file(str(args["path"])).decode(errors="replace"), 0
+
+    def _write_file(self, args: dict[str, Any], deadline: float) -> tuple[str, int]:
+        self.sandbox.write_file(str(args["path"]), str(args["content"]))
+        return f"wrote {args['path']}", 0
+
+    def _str_replace(self, args: dict[str, Any], deadline: float) -> tuple[str, int]:
+        """Exactly one occurrence, so an edit never lands somewhere the model did not mean."""
+        path, old = str(args["path"]), str(args["old_str"])
+        text = self.sandbox.read_file(path).decode()
+        n = text.count(old)
+        if n != 1:
+            return f"error: old_str occurs {n} times in {path} (must be exactly once)", 1
+        self.sandbox.write_file(path, text.replace(old, str(args["new_str"])))
+        return f"edited {path}", 0
+
+    def _finish(self, args: dict[str, Any], deadline: float) -> tuple[str, int]:
+        return str(args.get("summary") or "finished"), 0
+
+    _TOOLS: ClassVar[dict[str, _ToolHandler]] = {
+        "bash": _bash,
+        "read_file": _read_file,
+        "write_file": _write_file,
+        "str_replace": _str_replace,
+        "finish": _finish,
+    }
+    """The tools of ``TOOLS`` by name (what the model calls -> what runs in the sandbox)."""
 
 
 def _default_key(cfg: LLMAgentScaffold) -> str | None:

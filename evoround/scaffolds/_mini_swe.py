@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ import yaml
 
 from evoround.results import EventType, TrajectoryEvent, truncate
 from evoround.sandboxes import Sandbox
-from evoround.scaffolds._base import (
+from evoround.scaffolds._context import scan_workspace, system_message
+from evoround.scaffolds.session import (
     STATE_DIR,
     AgentSession,
     RoundInput,
@@ -34,7 +36,6 @@ from evoround.scaffolds._base import (
     Scaffold,
     TraceStatus,
 )
-from evoround.scaffolds._context import scan_workspace, system_message
 from evoround.tasks import Task
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -108,7 +109,7 @@ def _agent_class() -> type:
     from minisweagent.agents.default import DefaultAgent
     from minisweagent.exceptions import FormatError, InterruptAgentFlow
 
-    class _ContinuingAgent(DefaultAgent):  # type: ignore[misc, valid-type]
+    class _ContinuingAgent(DefaultAgent):
         """DefaultAgent whose conversation survives from one round to the next."""
 
         def run_round(self, task: str) -> dict:
@@ -137,7 +138,9 @@ def _agent_class() -> type:
             continued conversation must answer every tool call, or providers refuse it."""
             exit_msg = self.messages.pop()
             answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
-            last = next((m for m in reversed(self.messages) if m.get("role") == "assistant"), {})
+            last: dict[str, Any] = next(
+                (m for m in reversed(self.messages) if m.get("role") == "assistant"), {}
+            )
             for tc in last.get("tool_calls") or []:
                 if tc.get("id") not in answered:
                     content = "<returncode>0</returncode>\n<output>\nsubmitted\n</output>"
@@ -247,57 +250,75 @@ class MiniSweSession(AgentSession):
         self.agent.messages = data["messages"]
 
 
-def _to_events(messages: list[dict[str, Any]], events: list[TrajectoryEvent]) -> None:
+_Message = dict[str, Any]
+"""One mini-swe-agent message: OpenAI's format plus its own ``extra`` record."""
+
+
+def _assistant(m: _Message, extra: dict[str, Any]) -> list[TrajectoryEvent]:
+    """The reply, with its usage, then one event per tool call it made."""
+    usage = (extra.get("response") or {}).get("usage") or {}
+    out = [
+        TrajectoryEvent(
+            type=EventType.message,
+            role="assistant",
+            content=m.get("content") or "",
+            usage={k: v for k, v in usage.items() if isinstance(v, int)} or None,
+        )
+    ]
+    return out + [_tool_call(tc) for tc in m.get("tool_calls") or []]
+
+
+def _tool_call(tc: dict[str, Any]) -> TrajectoryEvent:
+    """Arguments that are not JSON are kept as ``raw`` (what the model really sent)."""
+    fn = tc.get("function") or {}
+    try:
+        args = json.loads(fn.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        args = {"raw": fn.get("arguments")}
+    return TrajectoryEvent(
+        type=EventType.tool_call, tool_call_id=tc.get("id"), name=fn.get("name"), arguments=args
+    )
+
+
+def _tool_result(m: _Message, extra: dict[str, Any]) -> list[TrajectoryEvent]:
+    return [
+        TrajectoryEvent(
+            type=EventType.tool_result,
+            tool_call_id=m.get("tool_call_id"),
+            content=truncate(str(m.get("content") or "")),
+            exit_code=extra.get("returncode"),
+        )
+    ]
+
+
+def _exit(m: _Message, extra: dict[str, Any]) -> list[TrajectoryEvent]:
+    """Any end but a submission (step limit, format errors, a crash) is an error event."""
+    if extra.get("exit_status") in ("Submitted",):
+        return []
+    name = str(extra.get("exit_status") or "exit")
+    return [TrajectoryEvent(type=EventType.error, name=name, content=str(m.get("content") or ""))]
+
+
+def _user(m: _Message, extra: dict[str, Any]) -> list[TrajectoryEvent]:
+    """A user message mini-swe-agent wrote itself after interrupting the agent's flow (a
+    format error, say) is an error; the round's own instruction is recorded elsewhere."""
+    if not extra.get("interrupt_type"):
+        return []
+    content = str(m.get("content") or "")
+    return [TrajectoryEvent(type=EventType.error, name=extra["interrupt_type"], content=content)]
+
+
+_BY_ROLE: dict[str, Callable[[_Message, dict[str, Any]], list[TrajectoryEvent]]] = {
+    "assistant": _assistant,
+    "tool": _tool_result,
+    "exit": _exit,
+    "user": _user,
+}
+
+
+def _to_events(messages: list[_Message], events: list[TrajectoryEvent]) -> None:
     """mini-swe-agent messages (OpenAI format plus ``extra``) as normalised events."""
     for m in messages:
-        role, extra = m.get("role"), m.get("extra") or {}
-        if role == "assistant":
-            usage = (extra.get("response") or {}).get("usage") or {}
-            events.append(
-                TrajectoryEvent(
-                    type=EventType.message,
-                    role="assistant",
-                    content=m.get("content") or "",
-                    usage={k: v for k, v in usage.items() if isinstance(v, int)} or None,
-                )
-            )
-            for tc in m.get("tool_calls") or []:
-                fn = tc.get("function") or {}
-                try:
-                    args = json.loads(fn.get("arguments") or "{}")
-                except json.JSONDecodeError:
-                    args = {"raw": fn.get("arguments")}
-                events.append(
-                    TrajectoryEvent(
-                        type=EventType.tool_call,
-                        tool_call_id=tc.get("id"),
-                        name=fn.get("name"),
-                        arguments=args,
-                    )
-                )
-        elif role == "tool":
-            events.append(
-                TrajectoryEvent(
-                    type=EventType.tool_result,
-                    tool_call_id=m.get("tool_call_id"),
-                    content=truncate(str(m.get("content") or "")),
-                    exit_code=extra.get("returncode"),
-                )
-            )
-        elif role == "exit":
-            if extra.get("exit_status") not in ("Submitted",):
-                events.append(
-                    TrajectoryEvent(
-                        type=EventType.error,
-                        name=str(extra.get("exit_status") or "exit"),
-                        content=str(m.get("content") or ""),
-                    )
-                )
-        elif role == "user" and extra.get("interrupt_type"):
-            events.append(
-                TrajectoryEvent(
-                    type=EventType.error,
-                    name=extra["interrupt_type"],
-                    content=str(m.get("content") or ""),
-                )
-            )
+        handler = _BY_ROLE.get(m.get("role") or "")
+        if handler is not None:
+            events.extend(handler(m, m.get("extra") or {}))

@@ -43,8 +43,11 @@ def stage_solutions(sandbox: Sandbox, rounds: list[Round]) -> set[int]:
         return set()
     with tempfile.TemporaryDirectory(prefix="evoround-solutions-") as tmp:
         for r in staged:
-            shutil.copytree(r.solution_dir, Path(tmp) / posixpath.basename(
-                _solution_dest(sandbox, r)), symlinks=True)  # fmt: skip
+            shutil.copytree(
+                r.solution_dir,
+                Path(tmp) / posixpath.basename(_solution_dest(sandbox, r)),
+                symlinks=True,
+            )
         sandbox.copy_in(tmp, sandbox.scratch)
     return {r.index for r in staged}
 

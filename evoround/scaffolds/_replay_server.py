@@ -215,22 +215,39 @@ class _State:
         return reply
 
     def _answer(self, body: dict[str, Any], api: str) -> _Reply:
+        """A scripted round's next turn for an agent's request (it sends tools), else the
+        first answer that matches, else the fallbacks."""
         if self.script.rounds and body.get("tools"):
-            rnd, turn = conversation_position(body.get("messages") or [])
-            # evoround tags every model call with its round: an SR session of round 5
-            # starts fresh (one user turn) but must get round 5's answers.
-            tagged = str((body.get("_headers") or {}).get("x-evoround-round", ""))
-            if tagged.isdigit() and int(tagged) >= 1:
-                rnd = int(tagged)
-            body["_round"], body["_turn"] = rnd, turn
-            if rnd < 1 or rnd > len(self.script.rounds):
-                return _Reply(404, _error(404, f"no scripted round {rnd}"))
-            script = self.script.rounds[rnd - 1]
-            if turn < len(script.turns):
-                t = script.turns[turn]
-                return _Reply(message=t, ids_prefix=f"r{rnd}t{turn}", delay_sec=t.delay_sec)
-            return _Reply(message=Turn(text=script.final), ids_prefix=f"r{rnd}t{turn}")
-        text = _last_user_text(body)
+            return self._scripted_turn(body)
+        matched = self._matching_answer(_last_user_text(body))
+        if matched is not None:
+            return matched
+        if self.script.default is not None:
+            return _Reply(message=Turn(text=self.script.default))
+        if self.script.rounds:
+            return _Reply(message=Turn(text=self.script.side_answer))
+        return _Reply(404, _error(404, "no scripted answer matches this request"))
+
+    def _scripted_turn(self, body: dict[str, Any]) -> _Reply:
+        """The turn at the conversation's position; the round's final text once the turns
+        are used up (so the agent ends its round). Records the position in the log."""
+        rnd, turn = conversation_position(body.get("messages") or [])
+        # evoround tags every model call with its round: an SR session of round 5
+        # starts fresh (one user turn) but must get round 5's answers.
+        tagged = str((body.get("_headers") or {}).get("x-evoround-round", ""))
+        if tagged.isdigit() and int(tagged) >= 1:
+            rnd = int(tagged)
+        body["_round"], body["_turn"] = rnd, turn
+        if rnd < 1 or rnd > len(self.script.rounds):
+            return _Reply(404, _error(404, f"no scripted round {rnd}"))
+        script = self.script.rounds[rnd - 1]
+        if turn < len(script.turns):
+            t = script.turns[turn]
+            return _Reply(message=t, ids_prefix=f"r{rnd}t{turn}", delay_sec=t.delay_sec)
+        return _Reply(message=Turn(text=script.final), ids_prefix=f"r{rnd}t{turn}")
+
+    def _matching_answer(self, text: str) -> _Reply | None:
+        """The first answer whose pattern matches and that has uses left (it uses one)."""
         for i, a in enumerate(self.script.answers):
             if a.times is not None and self.answer_used[i] >= a.times:
                 continue
@@ -242,11 +259,7 @@ class _State:
             if a.status is not None and a.status >= 400:
                 return _Reply(a.status, _error(a.status))
             return _Reply(message=Turn(text=a.content or ""))
-        if self.script.default is not None:
-            return _Reply(message=Turn(text=self.script.default))
-        if self.script.rounds:
-            return _Reply(message=Turn(text=self.script.side_answer))
-        return _Reply(404, _error(404, "no scripted answer matches this request"))
+        return None
 
 
 def _is_tool_result(m: dict[str, Any]) -> bool:
@@ -308,8 +321,11 @@ def _completion(req: dict[str, Any], content: str) -> str:
 def _openai_usage(req: dict[str, Any], turn: Turn) -> dict[str, int]:
     prompt = _tokens(req.get("messages") or [])
     completion = _tokens(turn.model_dump(mode="json"))
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}  # fmt: skip
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _openai_tool_calls(turn: Turn, prefix: str) -> list[dict[str, Any]]:
@@ -377,8 +393,14 @@ def _anthropic_blocks(turn: Turn, prefix: str) -> list[dict[str, Any]]:
     if turn.text:
         blocks.append({"type": "text", "text": turn.text})
     for k, tc in enumerate(turn.tool_calls):
-        blocks.append({"type": "tool_use", "id": _call_id(prefix, k, tc, "anthropic"),
-                       "name": tc.name, "input": tc.arguments})  # fmt: skip
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": _call_id(prefix, k, tc, "anthropic"),
+                "name": tc.name,
+                "input": tc.arguments,
+            }
+        )
     if not blocks:
         blocks.append({"type": "text", "text": ""})
     return blocks
@@ -386,8 +408,12 @@ def _anthropic_blocks(turn: Turn, prefix: str) -> list[dict[str, Any]]:
 
 def _anthropic_usage(req: dict[str, Any], turn: Turn) -> dict[str, int]:
     prompt = _tokens([req.get("system") or "", req.get("messages") or []])
-    return {"input_tokens": prompt, "output_tokens": _tokens(turn.model_dump(mode="json")),
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}  # fmt: skip
+    return {
+        "input_tokens": prompt,
+        "output_tokens": _tokens(turn.model_dump(mode="json")),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def anthropic_message(req: dict[str, Any], turn: Turn, prefix: str) -> str:
@@ -415,11 +441,22 @@ def anthropic_stream(req: dict[str, Any], turn: Turn, prefix: str) -> list[str]:
 
     start_usage = {**usage, "output_tokens": 1}
     out = [
-        event("message_start", {"message": {
-            "id": f"msg_{uuid.uuid4().hex[:20]}", "type": "message", "role": "assistant",
-            "model": req.get("model", "replay"), "content": [], "stop_reason": None,
-            "stop_sequence": None, "usage": start_usage}}),
-    ]  # fmt: skip
+        event(
+            "message_start",
+            {
+                "message": {
+                    "id": f"msg_{uuid.uuid4().hex[:20]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": req.get("model", "replay"),
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                }
+            },
+        ),
+    ]
     for i, block in enumerate(_anthropic_blocks(turn, prefix)):
         if block["type"] == "text":
             out.append(
@@ -438,8 +475,12 @@ def anthropic_stream(req: dict[str, Any], turn: Turn, prefix: str) -> list[str]:
             empty = {**block, "input": {}}
             out.append(event("content_block_start", {"index": i, "content_block": empty}))
             partial = json.dumps(block["input"])
-            out.append(event("content_block_delta", {"index": i, "delta": {
-                "type": "input_json_delta", "partial_json": partial}}))  # fmt: skip
+            out.append(
+                event(
+                    "content_block_delta",
+                    {"index": i, "delta": {"type": "input_json_delta", "partial_json": partial}},
+                )
+            )
         out.append(event("content_block_stop", {"index": i}))
     stop = "tool_use" if turn.tool_calls else "end_turn"
     out.append(
@@ -501,8 +542,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body["_path"] = self.path
         body["_api"] = api
-        body["_headers"] = {k.lower(): v for k, v in self.headers.items()
-                            if k.lower().startswith(("x-", "anthropic-"))}  # fmt: skip
+        body["_headers"] = {
+            k.lower(): v
+            for k, v in self.headers.items()
+            if k.lower().startswith(("x-", "anthropic-"))
+        }
         reply = self.server.state.next_reply(body, api)
         if reply.delay_sec:
             time.sleep(reply.delay_sec)

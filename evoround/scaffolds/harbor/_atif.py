@@ -71,66 +71,82 @@ def step_usage(metrics: Any) -> dict[str, int]:
     return out
 
 
+def _results(step: dict[str, Any]) -> list[Any]:
+    observation = step.get("observation") or {}
+    return (observation.get("results") or []) if isinstance(observation, dict) else []
+
+
+def _call_event(call: dict[str, Any], when: dict[str, Any]) -> TrajectoryEvent:
+    """A call's arguments that are not an object are kept under ``value``."""
+    args = call.get("arguments")
+    return TrajectoryEvent(
+        type=EventType.tool_call,
+        tool_call_id=call.get("tool_call_id"),
+        name=call.get("function_name"),
+        arguments=args if isinstance(args, dict) else {"value": args},
+        **when,
+    )
+
+
+def _result_event(res: dict[str, Any], when: dict[str, Any]) -> TrajectoryEvent:
+    return TrajectoryEvent(
+        type=EventType.tool_result,
+        tool_call_id=res.get("source_call_id"),
+        content=truncate(_text(res.get("content"))),
+        **when,
+    )
+
+
+def _agent_events(step: dict[str, Any], text: str, when: dict[str, Any]) -> list[TrajectoryEvent]:
+    """The agent's message (with its reasoning), its tool calls, then the observation's
+    results; never empty: an agent step with nothing in it still used tokens."""
+    out: list[TrajectoryEvent] = []
+    reasoning = step.get("reasoning_content")
+    if text or reasoning:
+        out.append(
+            TrajectoryEvent(
+                type=EventType.message,
+                role="assistant",
+                content=text,
+                arguments={"reasoning_content": reasoning} if reasoning else None,
+                **when,
+            )
+        )
+    out += [_call_event(c, when) for c in step.get("tool_calls") or [] if isinstance(c, dict)]
+    out += [_result_event(r, when) for r in _results(step) if isinstance(r, dict)]
+    return out or [TrajectoryEvent(type=EventType.message, role="assistant", **when)]
+
+
+def _note_metrics(event: TrajectoryEvent, metrics: Any) -> None:
+    """A step's token counts become the usage of its first event; its cost in USD, which
+    evoround's integer usage cannot hold, goes in that event's ``arguments.cost_usd``."""
+    usage = step_usage(metrics)
+    if usage:
+        event.usage = usage
+    cost = metrics.get("cost_usd") if isinstance(metrics, dict) else None
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        event.arguments = {**(event.arguments or {}), "cost_usd": cost}
+
+
+def _step_events(step: dict[str, Any]) -> list[TrajectoryEvent]:
+    """A user or system step is one message (its metrics, if any, are not the agent's);
+    an agent step is its events with the step's metrics on the first."""
+    when = _when(step)
+    source = step.get("source")
+    text = _text(step.get("message"))
+    if source in ("user", "system"):
+        return [TrajectoryEvent(type=EventType.message, role=source, content=text, **when)]
+    out = _agent_events(step, text, when)
+    _note_metrics(out[0], step.get("metrics"))
+    return out
+
+
 def atif_events(trajectory: dict[str, Any]) -> list[TrajectoryEvent]:
-    """One ATIF trajectory's steps as events, in order."""
+    """One ATIF trajectory's steps as events, in order (copied context skipped)."""
     events: list[TrajectoryEvent] = []
     for step in trajectory.get("steps") or []:
-        if not isinstance(step, dict) or step.get("is_copied_context"):
-            continue
-        when = _when(step)
-        source = step.get("source")
-        text = _text(step.get("message"))
-        first = len(events)
-        if source in ("user", "system"):
-            events.append(
-                TrajectoryEvent(type=EventType.message, role=source, content=text, **when)
-            )
-            continue
-        reasoning = step.get("reasoning_content")
-        if text or reasoning:
-            events.append(
-                TrajectoryEvent(
-                    type=EventType.message,
-                    role="assistant",
-                    content=text,
-                    arguments={"reasoning_content": reasoning} if reasoning else None,
-                    **when,
-                )
-            )
-        for call in step.get("tool_calls") or []:
-            if not isinstance(call, dict):
-                continue
-            args = call.get("arguments")
-            events.append(
-                TrajectoryEvent(
-                    type=EventType.tool_call,
-                    tool_call_id=call.get("tool_call_id"),
-                    name=call.get("function_name"),
-                    arguments=args if isinstance(args, dict) else {"value": args},
-                    **when,
-                )
-            )
-        observation = step.get("observation") or {}
-        for res in observation.get("results") or [] if isinstance(observation, dict) else []:
-            if not isinstance(res, dict):
-                continue
-            events.append(
-                TrajectoryEvent(
-                    type=EventType.tool_result,
-                    tool_call_id=res.get("source_call_id"),
-                    content=truncate(_text(res.get("content"))),
-                    **when,
-                )
-            )
-        if len(events) == first:  # an agent step with nothing in it still used tokens
-            events.append(TrajectoryEvent(type=EventType.message, role="assistant", **when))
-        metrics = step.get("metrics")
-        usage = step_usage(metrics)
-        if usage:
-            events[first].usage = usage
-        cost = metrics.get("cost_usd") if isinstance(metrics, dict) else None
-        if isinstance(cost, int | float) and not isinstance(cost, bool):
-            events[first].arguments = {**(events[first].arguments or {}), "cost_usd": cost}
+        if isinstance(step, dict) and not step.get("is_copied_context"):
+            events.extend(_step_events(step))
     return events
 
 

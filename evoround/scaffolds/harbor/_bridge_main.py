@@ -126,7 +126,7 @@ def _untar(data: bytes, dest: Path) -> None:
 # ---- Harbor's environment on evoround's sandbox -----------------------------------
 
 
-def environment_class() -> type:
+def environment_class() -> type[Any]:
     from harbor.environments.base import BaseEnvironment, ExecResult
 
     class EvoroundEnvironment(BaseEnvironment):
@@ -214,7 +214,7 @@ def continuing_terminus(base: type) -> type:
     first round keeps Harbor's full prompt template).
     """
 
-    class ContinuingTerminus(base):  # type: ignore[misc, valid-type]
+    class ContinuingTerminus(base):
         _evo_history: list[Any] | None = None
         _evo_terminal: str | None = None
 
@@ -263,7 +263,7 @@ def continuing_terminus(base: type) -> type:
 # ---- agents ------------------------------------------------------------------------
 
 
-def _agent_class(spec: str) -> type:
+def _agent_class(spec: str) -> type[Any]:
     """``terminus-2`` (Harbor's registered name) or ``module.path:Class``."""
     from harbor.agents.factory import AgentFactory
     from harbor.models.agent.name import AgentName
@@ -368,6 +368,21 @@ def catalogue() -> list[dict[str, Any]]:
     return out
 
 
+def _new_agent(cls: type[Any], spec: str, req: dict[str, Any], paths: Any) -> Any:
+    """The agent with the model and options evoround asked for; options it does not take
+    are a ``config`` error naming the agent."""
+    kwargs = dict(req.get("kwargs") or {})
+    try:
+        return cls(
+            logs_dir=paths.agent_dir,
+            model_name=req.get("model") or None,
+            extra_env=dict(req.get("extra_env") or {}) or None,
+            **kwargs,
+        )
+    except (TypeError, ValueError) as e:
+        raise BridgeError("config", f"{spec}: {e}") from None
+
+
 # ---- the session ------------------------------------------------------------------
 
 
@@ -383,7 +398,8 @@ class Session:
         self.tmp = Path(tempfile.mkdtemp(prefix="evoround-harbor-"))
 
     async def start(self, req: dict[str, Any]) -> dict[str, Any]:
-        from harbor.models.task.config import EnvironmentConfig
+        """Build the agent and its environment (calls back to evoround), then run the
+        agent's setup (installed agents install themselves there)."""
         from harbor.models.trial.paths import TrialPaths
 
         spec = str(req["agent"])
@@ -393,11 +409,21 @@ class Session:
             cls = continuing_terminus(cls)
         paths = TrialPaths(trial_dir=self.tmp / "trial")
         paths.mkdir()
+        self.env = self._environment(req, paths)
+        self.agent = _new_agent(cls, spec, req, paths)
+        self.agent.session_id = str(req.get("session_id") or "evoround")
+        await self.env.start(force_build=False)
+        await self._setup(spec, req)
+        return {**self.info, "version": _safe(self.agent.version)}
+
+    def _environment(self, req: dict[str, Any], paths: Any) -> Any:
+        from harbor.models.task.config import EnvironmentConfig
+
         env_cls = environment_class()
         env_cls.channel = self.channel
         env_dir = self.tmp / "environment"
         env_dir.mkdir(exist_ok=True)
-        self.env = env_cls(
+        return env_cls(
             environment_dir=env_dir,
             environment_name=str(req.get("task") or "task"),
             session_id=str(req.get("session_id") or "evoround"),
@@ -405,18 +431,9 @@ class Session:
             task_env_config=EnvironmentConfig(workdir=req.get("workdir") or None),
             persistent_env=dict(req.get("env") or {}),
         )
-        kwargs = dict(req.get("kwargs") or {})
-        try:
-            self.agent = cls(
-                logs_dir=paths.agent_dir,
-                model_name=req.get("model") or None,
-                extra_env=dict(req.get("extra_env") or {}) or None,
-                **kwargs,
-            )
-        except (TypeError, ValueError) as e:
-            raise BridgeError("config", f"{spec}: {e}") from None
-        self.agent.session_id = str(req.get("session_id") or "evoround")
-        await self.env.start(force_build=False)
+
+    async def _setup(self, spec: str, req: dict[str, Any]) -> None:
+        """The agent's setup, bounded: any failure is a ``setup`` error evoround reports."""
         timeout = float(req.get("setup_timeout_sec") or 360)
         try:
             with self.env.scoped_exec_env(self.agent.extra_env):
@@ -425,7 +442,6 @@ class Session:
             raise BridgeError("setup", f"{spec}: setup timed out after {timeout:g}s") from None
         except Exception as e:
             raise BridgeError("setup", f"{spec}: setup failed: {_short(e)}") from None
-        return {**self.info, "version": _safe(self.agent.version)}
 
     async def run(self, req: dict[str, Any]) -> dict[str, Any]:
         from harbor.models.agent.context import AgentContext

@@ -35,25 +35,26 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from evoround.results import EventType, TrajectoryEvent
 from evoround.sandboxes import Sandbox, SandboxError
-from evoround.scaffolds._base import (
-    STATE_DIR,
-    AgentSession,
-    RoundInput,
-    RoundTrace,
-    Scaffold,
-    TraceStatus,
-)
 from evoround.scaffolds.harbor._atif import MAIN_FILE, atif_events, context_usage
 from evoround.scaffolds.harbor._install import HarborError, harbor_runtime
 from evoround.scaffolds.harbor._process import (
     START_TIMEOUT_SEC,
     BridgeRequestError,
     open_bridge,
+)
+from evoround.scaffolds.session import (
+    STATE_DIR,
+    AgentSession,
+    RoundInput,
+    RoundTrace,
+    Scaffold,
+    TraceStatus,
 )
 from evoround.settings import evoround_home, settings
 from evoround.tasks import Task
@@ -192,6 +193,25 @@ class HarborScaffold(Scaffold):
             raise SandboxError(str(e)) from None
 
 
+def _path(msg: dict[str, Any]) -> str:
+    return str(msg.get("path") or "")
+
+
+def _as_user(cmd: str, user: Any) -> str:
+    """``cmd`` run as Harbor's ``user`` (a uid or a name); as is for root or none."""
+    if user in (None, "", 0, "0", "root"):
+        return cmd
+    if isinstance(user, int) or str(user).isdigit():
+        return (
+            f"setpriv --reuid={int(user)} --regid={int(user)} --clear-groups "
+            f"bash -c {shlex.quote(cmd)}"
+        )
+    return f"runuser -u {shlex.quote(str(user))} -- bash -c {shlex.quote(cmd)}"
+
+
+_EnvironmentCall = Callable[["HarborSession", dict[str, Any]], dict[str, Any]]
+
+
 class HarborSession(AgentSession):
     def __init__(self, cfg: HarborScaffold, task: Task, sandbox: Sandbox) -> None:
         self.cfg = cfg
@@ -268,58 +288,71 @@ class HarborSession(AgentSession):
         return left if asked is None else min(asked, left)
 
     def _serve(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Answer one environment call of the bridge (Harbor's ``BaseEnvironment``)."""
         op = msg.get("op")
-        path = str(msg.get("path") or "")
-        if op == "exec":
-            cmd = str(msg["command"])
-            user = msg.get("user")
-            if user not in (None, "", 0, "0", "root"):
-                if isinstance(user, int) or str(user).isdigit():
-                    cmd = (
-                        f"setpriv --reuid={int(user)} --regid={int(user)} --clear-groups "
-                        f"bash -c {shlex.quote(cmd)}"
-                    )
-                else:
-                    cmd = f"runuser -u {shlex.quote(str(user))} -- bash -c {shlex.quote(cmd)}"
-            asked = msg.get("timeout_sec")
-            res = self.sandbox.exec(
-                cmd,
-                timeout=self._left(float(asked) if asked else None),
-                cwd=msg.get("cwd") or None,
-                env={str(k): str(v) for k, v in (msg.get("env") or {}).items()} or None,
-            )
-            return {
-                "stdout": res.stdout,
-                "stderr": res.stderr,
-                "return_code": res.exit_code,
-                "timed_out": res.timed_out,
-            }
-        if op == "upload_file":
-            self.sandbox.write_file(path, base64.b64decode(msg["data"]))
-            return {}
-        if op == "upload_dir":
-            with tempfile.TemporaryDirectory(prefix="evoround-harbor-up-") as tmp:
-                with tarfile.open(fileobj=io.BytesIO(base64.b64decode(msg["tar"]))) as tf:
-                    tf.extractall(tmp, filter="data")
-                self.sandbox.copy_in(tmp, path)
-            return {}
-        if op == "download_file":
-            data = self.sandbox.read_file(path)
-            if len(data) > MAX_TRANSFER_BYTES:
-                raise OSError(f"{path}: {len(data)} bytes, more than one transfer may carry")
-            return {"data": base64.b64encode(data).decode()}
-        if op == "download_dir":
-            cap = MAX_TRANSFER_BYTES * 4 // 3 + 4
-            res = self.sandbox.exec(
-                f"set -o pipefail; tar -C {shlex.quote(path)} -cf - . | base64 -w0 | head -c {cap}",
-                timeout=self._left(300.0),
-            )
-            if res.exit_code != 0:
-                raise OSError(f"download {path}: {res.stderr.strip()[-500:] or res.exit_code}")
-            if len(res.stdout) >= cap:
-                raise OSError(f"download {path}: more than one transfer may carry")
-            return {"tar": res.stdout.strip()}
-        raise ValueError(f"unknown environment call {op!r}")
+        handler = self._ENVIRONMENT_CALLS.get(op) if isinstance(op, str) else None
+        if handler is None:
+            raise ValueError(f"unknown environment call {op!r}")
+        return handler(self, msg)
+
+    def _exec(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A command, as the user Harbor asks for, within what is left of the round."""
+        asked = msg.get("timeout_sec")
+        res = self.sandbox.exec(
+            _as_user(str(msg["command"]), msg.get("user")),
+            timeout=self._left(float(asked) if asked else None),
+            cwd=msg.get("cwd") or None,
+            env={str(k): str(v) for k, v in (msg.get("env") or {}).items()} or None,
+        )
+        return {
+            "stdout": res.stdout,
+            "stderr": res.stderr,
+            "return_code": res.exit_code,
+            "timed_out": res.timed_out,
+        }
+
+    def _upload_file(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.sandbox.write_file(_path(msg), base64.b64decode(msg["data"]))
+        return {}
+
+    def _upload_dir(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A tar archive, unpacked with the ``data`` filter (no links out, no devices)."""
+        with tempfile.TemporaryDirectory(prefix="evoround-harbor-up-") as tmp:
+            with tarfile.open(fileobj=io.BytesIO(base64.b64decode(msg["tar"]))) as tf:
+                tf.extractall(tmp, filter="data")
+            self.sandbox.copy_in(tmp, _path(msg))
+        return {}
+
+    def _download_file(self, msg: dict[str, Any]) -> dict[str, Any]:
+        path = _path(msg)
+        data = self.sandbox.read_file(path)
+        if len(data) > MAX_TRANSFER_BYTES:
+            raise OSError(f"{path}: {len(data)} bytes, more than one transfer may carry")
+        return {"data": base64.b64encode(data).decode()}
+
+    def _download_dir(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Tar and base64 in the sandbox, cut at one transfer's size (a larger folder is an
+        error, not a truncated archive)."""
+        path = _path(msg)
+        cap = MAX_TRANSFER_BYTES * 4 // 3 + 4
+        res = self.sandbox.exec(
+            f"set -o pipefail; tar -C {shlex.quote(path)} -cf - . | base64 -w0 | head -c {cap}",
+            timeout=self._left(300.0),
+        )
+        if res.exit_code != 0:
+            raise OSError(f"download {path}: {res.stderr.strip()[-500:] or res.exit_code}")
+        if len(res.stdout) >= cap:
+            raise OSError(f"download {path}: more than one transfer may carry")
+        return {"tar": res.stdout.strip()}
+
+    _ENVIRONMENT_CALLS: ClassVar[dict[str, _EnvironmentCall]] = {
+        "exec": _exec,
+        "upload_file": _upload_file,
+        "upload_dir": _upload_dir,
+        "download_file": _download_file,
+        "download_dir": _download_dir,
+    }
+    """The bridge's environment calls by ``op`` (the protocol of ``_bridge_main``)."""
 
     # ---- rounds ---------------------------------------------------------------------
 

@@ -207,6 +207,72 @@ def _debootstrap() -> str:
     return found
 
 
+_PASSED_THROUGH_ENV = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+    "PIP_DEFAULT_TIMEOUT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+"""The host's pip and proxy settings, given to pip in the root (same index, same proxy)."""
+
+
+def _build_root(debootstrap: str, rootfs: Path, log: Log) -> None:
+    """A minimal Debian with Python 3.13, venv and CA certificates."""
+    mirror = settings().debian_mirror or DEFAULT_MIRROR
+    include = f"--include={','.join(PACKAGES)}"
+    argv = [debootstrap, "--variant=minbase", include, SUITE, str(rootfs), mirror]
+    _run(argv, f"debootstrap {SUITE}", log)
+
+
+def _copy_host_files(rootfs: Path) -> Path | None:
+    """The host's CA bundle (so a proxying CA keeps working for pip) and resolv.conf (DNS
+    for pip, as the host resolves); returns the bundle copied, if any."""
+    ca = _host_ca_bundle()
+    if ca is not None:
+        dest = rootfs / HOST_CA.lstrip("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ca, dest)
+    with contextlib.suppress(OSError):
+        shutil.copyfile("/etc/resolv.conf", rootfs / "etc" / "resolv.conf")
+    return ca
+
+
+def _pip_env(ca: Path | None) -> dict[str, str]:
+    """The environment of every command run in the root: a clean one, plus the host's
+    pip and proxy settings."""
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_CACHE_DIR": "1",
+    }
+    if ca is not None:
+        env["PIP_CERT"] = HOST_CA
+    for k in _PASSED_THROUGH_ENV:
+        if os.environ.get(k):
+            env[k] = os.environ[k]
+    return env
+
+
+def _install_in_root(rootfs: Path, version: str, env: dict[str, str], log: Log) -> None:
+    """A venv with ``harbor==version``, then a smoke import (a broken install fails here,
+    not in the first attempt)."""
+    chroot = [shutil.which("chroot") or "/usr/sbin/chroot", str(rootfs)]
+    _run([*chroot, "python3", "-m", "venv", VENV], "creating the venv", log, env=env)
+    pip = [*chroot, f"{VENV}/bin/pip", "install", "-q", f"harbor=={version}"]
+    _run(pip, f"pip install harbor=={version}", log, env=env)
+    smoke = [*chroot, f"{VENV}/bin/python", "-c", "import harbor.agents.factory"]
+    smoke_env = {**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    _run(smoke, "importing harbor", log, env=smoke_env)
+
+
 def install_harbor(home: Path, *, force: bool = False, log: Log = _quiet) -> InstallResult:
     """Build Harbor's interpreter under ``$EVOROUND_HOME/tools`` (idempotent; locked).
 
@@ -235,44 +301,9 @@ def install_harbor(home: Path, *, force: bool = False, log: Log = _quiet) -> Ins
         work = final.with_name(f"{final.name}.partial")
         shutil.rmtree(work, ignore_errors=True)
         rootfs = work / "rootfs"
-        mirror = settings().debian_mirror or DEFAULT_MIRROR
-        _run(
-            [debootstrap, "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
-             str(rootfs), mirror],
-            f"debootstrap {SUITE}", log,
-        )  # fmt: skip
-        ca = _host_ca_bundle()
-        if ca is not None:
-            dest = rootfs / HOST_CA.lstrip("/")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(ca, dest)
-        with contextlib.suppress(OSError):  # DNS for pip, as the host resolves
-            shutil.copyfile("/etc/resolv.conf", rootfs / "etc" / "resolv.conf")
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": "/root",
-            "LANG": "C.UTF-8",
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "PIP_NO_CACHE_DIR": "1",
-        }
-        if ca is not None:
-            env["PIP_CERT"] = HOST_CA
-        for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DEFAULT_TIMEOUT",
-                  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
-                  "no_proxy"):  # fmt: skip
-            if os.environ.get(k):
-                env[k] = os.environ[k]
-        chroot = [shutil.which("chroot") or "/usr/sbin/chroot", str(rootfs)]
-        _run([*chroot, "python3", "-m", "venv", VENV], "creating the venv", log, env=env)
-        _run(
-            [*chroot, f"{VENV}/bin/pip", "install", "-q", f"harbor=={version}"],
-            f"pip install harbor=={version}", log, env=env,
-        )  # fmt: skip
-        _run(
-            [*chroot, f"{VENV}/bin/python", "-c", "import harbor.agents.factory"],
-            "importing harbor", log,
-            env={**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        )  # fmt: skip
+        _build_root(debootstrap, rootfs, log)
+        env = _pip_env(_copy_host_files(rootfs))
+        _install_in_root(rootfs, version, env, log)
         trim_rootfs(rootfs)
         (work / ".installed").write_text(f"harbor {version}\n", encoding="utf-8")
         shutil.rmtree(final, ignore_errors=True)

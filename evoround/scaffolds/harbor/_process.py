@@ -57,7 +57,9 @@ class Bridge:
             raise HarborNotInstalled(
                 f"cannot start Harbor's interpreter {runtime.python}: {e}"
             ) from None
-        self._out: IO[bytes] = self.proc.stdin  # type: ignore[assignment]
+        if self.proc.stdin is None:  # never: _spawn asks for a pipe
+            raise HarborError("Harbor's bridge has no stdin pipe")
+        self._out: IO[bytes] = self.proc.stdin
         self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._next = 0
         threading.Thread(target=self._read, name="harbor-bridge-reader", daemon=True).start()

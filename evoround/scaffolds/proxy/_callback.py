@@ -127,7 +127,7 @@ class EvoroundCallLogger(CustomLogger):
         self._write((call_id, event), record)
 
     # pre-call: written before the request leaves, so the engine knows a call is open
-    async def async_pre_call_hook(  # type: ignore[override]
+    async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
     ) -> dict[str, Any]:
         call_id = str(data.get("litellm_call_id") or "")
@@ -145,16 +145,24 @@ class EvoroundCallLogger(CustomLogger):
             )
         return data
 
-    async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):  # type: ignore[no-untyped-def]
+    async def async_log_success_event(
+        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
         self._record("success", kwargs, response_obj, start_time, end_time)
 
-    async def async_log_failure_event(self, kwargs, response_obj, start_time, end_time):  # type: ignore[no-untyped-def]
+    async def async_log_failure_event(
+        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
         self._record("failure", kwargs, response_obj, start_time, end_time)
 
-    def log_success_event(self, kwargs, response_obj, start_time, end_time):  # type: ignore[no-untyped-def]
+    def log_success_event(
+        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
         self._record("success", kwargs, response_obj, start_time, end_time)
 
-    def log_failure_event(self, kwargs, response_obj, start_time, end_time):  # type: ignore[no-untyped-def]
+    def log_failure_event(
+        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
         self._record("failure", kwargs, response_obj, start_time, end_time)
 
 

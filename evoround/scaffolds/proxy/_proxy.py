@@ -284,12 +284,26 @@ class ModelProxy:
         }
         log = open(self.workdir / "proxy.log", "ab")  # noqa: SIM115 - owned by the child
         self._proc = subprocess.Popen(
-            [str(python), "-m", "litellm.proxy.proxy_cli", "--config", str(cfg),
-             "--host", "127.0.0.1", "--port", str(self.port), "--num_workers", "1"],
-            cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                str(python),
+                "-m",
+                "litellm.proxy.proxy_cli",
+                "--config",
+                str(cfg),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--num_workers",
+                "1",
+            ],
+            cwd=self.workdir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C goes to the engine, which stops the proxy
             preexec_fn=_die_with_parent,
-        )  # fmt: skip
+        )
         log.close()
         try:
             self._wait_ready()
