@@ -12,13 +12,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from evoround.cli._app import ImageMapOpt, _fail, app, err, out, parse_image_map
+from evoround.cli._app import ImageMapOpt, app, err, fail, out, parse_image_map
 from evoround.cli._checks import SandboxChoice, check_task_rules
-from evoround.scaffolds import BUNDLED_SCRIPTS
-from evoround.tasks import Task, TaskFormatError, library_path, load_tasks
 
 if TYPE_CHECKING:
-    pass
+    from evoround.tasks import Task
 
 
 class ImportFormat(StrEnum):
@@ -35,12 +33,14 @@ app.add_typer(tasks_app, name="tasks")
 def _load(paths: list[Path] | None) -> list[Task]:
     """The tasks under ``paths`` (default: the library); none at all is a usage error, not
     an empty listing that a CI lint step would take for "no warnings"."""
+    from evoround.tasks import TaskFormatError, library_path, load_tasks
+
     try:
         tasks = load_tasks(paths or [library_path()])
     except TaskFormatError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if not tasks:
-        raise _fail("no tasks found in " + ", ".join(map(str, paths or [])))
+        raise fail("no tasks found in " + ", ".join(map(str, paths or [])))
     return tasks
 
 
@@ -83,14 +83,16 @@ def tasks_list(
             " ".join(r["change_types"]),
             str(r["retired"]),
         )
-    out.print(table)
+    out().print(table)
 
 
 @tasks_app.command("scripts")
 def tasks_scripts() -> None:
     """List the bundled scripted agents (use as --agent scripted:NAME)."""
+    from evoround.scaffolds import BUNDLED_SCRIPTS
+
     for p in sorted(BUNDLED_SCRIPTS.glob("*.yaml")):
-        out.print(p.stem)
+        out().print(p.stem)
 
 
 _MARK = {"ok": "[green]✓[/]", "fail": "[bold red]✗[/]", "warn": "[yellow]![/]", "skip": "–"}
@@ -111,19 +113,19 @@ def tasks_validate(
     """Prove tasks gradeable: oracle passes (MT, SR), nop fails, tests discriminate, no flakes,
     no leaks. Exit code 1 if any check fails."""
     from evoround.engine import CHECKS, validate_task
-    from evoround.tasks import discover_tasks
+    from evoround.tasks import TaskFormatError, discover_tasks
 
     try:
         found = discover_tasks(paths)
     except TaskFormatError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if not found:
-        raise _fail("no tasks found in " + ", ".join(map(str, paths)))
+        raise fail("no tasks found in " + ", ".join(map(str, paths)))
     image_map = parse_image_map(base_image_map)
     reports = []
     for p in found:
         if not as_json:
-            err.print(f"validating {p} ...", highlight=False, markup=False)
+            err().print(f"validating {p} ...", highlight=False, markup=False)
         reports.append(
             validate_task(
                 p,
@@ -153,11 +155,11 @@ def tasks_validate(
                     st = got[0] if got else None
                 cells.append(_MARK[st.value] if st else "")
             table.add_row("task" if i is None else str(i), *cells)
-        out.print(table)
+        out().print(table)
         for f in r.findings:
             if f.status.value in ("fail", "warn"):
                 where = f"round {f.round}" if f.round else "task"
-                out.print(
+                out().print(
                     f"  {_MARK[f.status.value]} {where}: {f.check}: {escape(f.message)}",
                     highlight=False,
                 )
@@ -174,22 +176,22 @@ def tasks_lint(
 ) -> None:
     """Style warnings that are not errors: HOW-not-WHAT instructions, rounds without tests,
     missing change types, very long rounds, corrections that replace no test."""
-    from evoround.tasks import lint_task
+    from evoround.tasks import TaskFormatError, lint_task
 
     tasks = _load(paths)
     try:
         check_task_rules(tasks)
     except TaskFormatError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     found = {t.name: lint_task(t) for t in tasks}
     if as_json:
         print(json.dumps({n: [f.as_dict() for f in fs] for n, fs in found.items()}, indent=2))
     else:
         for name, fs in found.items():
-            out.print(f"[bold]{name}[/]: {len(fs) or 'no'} warning(s)")
+            out().print(f"[bold]{name}[/]: {len(fs) or 'no'} warning(s)")
             for f in fs:
                 where = f"round {f.round}" if f.round else "task"
-                out.print(f"  {f.code} {where}: {f.message}", highlight=False, markup=False)
+                out().print(f"  {f.code} {where}: {f.message}", highlight=False, markup=False)
     if strict and any(found.values()):
         raise typer.Exit(1)
 
@@ -210,8 +212,8 @@ def tasks_schema(
         try:
             output.write_text(text, encoding="utf-8")
         except OSError as e:
-            raise _fail(f"--out {str(output)!r}: cannot write: {e.strerror or e}") from None
-        err.print(f"wrote {output}")
+            raise fail(f"--out {str(output)!r}: cannot write: {e.strerror or e}") from None
+        err().print(f"wrote {output}")
 
 
 @tasks_app.command("new")
@@ -224,10 +226,10 @@ def tasks_new(
     try:
         new_task(path)
     except ValueError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     except OSError as e:  # exists, is a file, a parent is a file, no permission
-        raise _fail(f"{e.filename or path}: {e.strerror or e}") from None
-    out.print(f"created {path}; next: evoround tasks validate {path}", markup=False)
+        raise fail(f"{e.filename or path}: {e.strerror or e}") from None
+    out().print(f"created {path}; next: evoround tasks validate {path}", markup=False)
 
 
 @tasks_app.command("import")
@@ -245,16 +247,16 @@ def tasks_import(
     try:
         results = import_tasks(source, outdir, fmt.value if fmt else None)
     except ImportError_ as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     for r in results:
-        out.print(
+        out().print(
             f"{r.source} ({r.format}, {r.n_rounds} rounds) -> {r.dest}",
             highlight=False,
             markup=False,
         )
         for note in r.notes:
-            out.print(f"  [yellow]note[/]: {escape(note)}", highlight=False)
-    out.print(
+            out().print(f"  [yellow]note[/]: {escape(note)}", highlight=False)
+    out().print(
         "next: evoround tasks validate " + " ".join(str(r.dest) for r in results), markup=False
     )
 
@@ -270,13 +272,13 @@ def tasks_import_octobench(
     try:
         results = import_octobench(source, outdir)
     except ImportError_ as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     for r in results:
-        out.print(
+        out().print(
             f"{r.instance_id}: {r.n_rounds} rounds, {r.n_checks} judge checks -> {r.dest}",
             highlight=False,
             markup=False,
         )
         for note in r.notes:
-            out.print(f"  [yellow]note[/]: {escape(note)}", highlight=False)
-    out.print("judge checks need --judge-model (and --judge-api-base for a local server)")
+            out().print(f"  [yellow]note[/]: {escape(note)}", highlight=False)
+    out().print("judge checks need --judge-model (and --judge-api-base for a local server)")
