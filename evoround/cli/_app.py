@@ -29,7 +29,7 @@ def _flag_type_rich(self: typer.core.TyperOption, ctx: typer.Context) -> str | N
 
 # typer's rich help labels every flag ``<bool>``; there is no per-option switch for it.
 _option_type_rich = typer.core.TyperOption.display_type_rich
-typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign]
+typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign, assignment]  # typer.Context is its click Context
 
 
 app = typer.Typer(
@@ -183,11 +183,11 @@ def _run_app() -> int:
         rv = app(standalone_mode=False)
     except Exception as e:
         if _is(e, "NoArgsIsHelpError"):
-            e.show()  # type: ignore[attr-defined]
+            e.show()  # type: ignore[attr-defined]  # a click exception, matched by name
             return 2
         if not _is(e, "ClickException"):
             raise
-        message = " ".join(e.format_message().split())  # type: ignore[attr-defined]
+        message = " ".join(e.format_message().split())  # type: ignore[attr-defined]  # as above
         message = message.replace("Value error, ", "")  # pydantic's prefix, via typer enums
         value = _typed_value(getattr(e, "param", None), sys.argv[1:])
         if value is not None and repr(value) not in message:

@@ -119,6 +119,25 @@ def _print_tables(read: Report, boot: _Bootstrap) -> None:
             )
 
 
+def _show(
+    read: Report,
+    data: dict[str, Any] | None,
+    boot: _Bootstrap,
+    *,
+    as_json: bool,
+    table: TableFormat | None,
+) -> None:
+    """What stdout gets: the JSON, the leaderboard table, or the terminal report."""
+    from evoround.reports import leaderboard_latex_or_markdown
+
+    if as_json and data is not None:
+        _print_json(read.views, data, boot)
+    elif table is not None and data is not None:
+        print(leaderboard_latex_or_markdown(data, table.value), end="")
+    else:
+        _print_tables(read, boot)
+
+
 def _print_json(views: list[JobView], data: dict[str, Any], boot: _Bootstrap) -> None:
     from evoround.reports import job_json
 
@@ -180,7 +199,7 @@ def report(
 
     Every headline figure carries a 95% percentile bootstrap interval over tasks and a
     standard error (method, resamples and seed are printed with it)."""
-    from evoround.reports import build_report, default_html_path, leaderboard_latex_or_markdown
+    from evoround.reports import build_report, default_html_path
 
     if html is not None:
         _check_file_target("--html", html)
@@ -189,12 +208,7 @@ def report(
     data = None
     if as_json or figures or table:  # one analysis feeds the JSON, the figures and the table
         data = build_report(views, resamples=resamples, seed=seed)
-    if as_json and data is not None:
-        _print_json(views, data, boot)
-    elif table is not None and data is not None:
-        print(leaderboard_latex_or_markdown(data, table.value), end="")
-    else:
-        _print_tables(read, boot)
+    _show(read, data, boot, as_json=as_json, table=table)
     # With JSON or a table on stdout, what was written is said on stderr.
     log = err() if (as_json or table is not None) else out()
     if figures is not None and data is not None:

@@ -6,7 +6,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 from rich.markup import escape
@@ -16,6 +16,7 @@ from evoround.cli._app import ImageMapOpt, app, err, fail, out, parse_image_map
 from evoround.cli._checks import SandboxChoice, check_task_rules
 
 if TYPE_CHECKING:
+    from evoround.engine import TaskValidation
     from evoround.tasks import Task
 
 
@@ -44,6 +45,32 @@ def _load(paths: list[Path] | None) -> list[Task]:
     return tasks
 
 
+class _TaskRow(TypedDict):
+    """One task as ``tasks list`` shows it (and ``--json`` prints it)."""
+
+    name: str
+    rounds: int
+    activity: str
+    style: str
+    change_types: list[str]
+    retired: int
+    path: str
+    digest: str
+
+
+def _row(t: Task) -> _TaskRow:
+    return {
+        "name": t.name,
+        "rounds": t.n_rounds,
+        "activity": t.config.task.activity.value,
+        "style": t.config.task.style.value,
+        "change_types": [",".join(c.value for c in r.spec.change_types) or "-" for r in t.rounds],
+        "retired": sum(len(r.spec.retires) for r in t.rounds),
+        "path": str(t.path),
+        "digest": t.digest[:12],
+    }
+
+
 @tasks_app.command("list")
 def tasks_list(
     paths: Annotated[
@@ -52,22 +79,7 @@ def tasks_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the tasks as JSON.")] = False,
 ) -> None:
     """List tasks with their rounds, activity and change types."""
-    tasks = _load(paths)
-    rows = [
-        {
-            "name": t.name,
-            "rounds": t.n_rounds,
-            "activity": t.config.task.activity.value,
-            "style": t.config.task.style.value,
-            "change_types": [
-                ",".join(c.value for c in r.spec.change_types) or "-" for r in t.rounds
-            ],
-            "retired": sum(len(r.spec.retires) for r in t.rounds),
-            "path": str(t.path),
-            "digest": t.digest[:12],
-        }
-        for t in tasks
-    ]
+    rows = [_row(t) for t in _load(paths)]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -96,6 +108,13 @@ def tasks_scripts() -> None:
 
 
 _MARK = {"ok": "[green]✓[/]", "fail": "[bold red]✗[/]", "warn": "[yellow]![/]", "skip": "–"}
+_SHORT = {
+    "oracle_mt": "oracle MT",
+    "oracle_sr": "SR",
+    "discriminative": "discrim.",
+    "determinism": "determ.",
+}
+"""Column titles of the validation table that would not fit as the check's name."""
 
 
 @tasks_app.command("validate")
@@ -112,7 +131,7 @@ def tasks_validate(
 ) -> None:
     """Prove tasks gradeable: oracle passes (MT, SR), nop fails, tests discriminate, no flakes,
     no leaks. Exit code 1 if any check fails."""
-    from evoround.engine import CHECKS, validate_task
+    from evoround.engine import validate_task
     from evoround.tasks import TaskFormatError, discover_tasks
 
     try:
@@ -127,43 +146,49 @@ def tasks_validate(
         if not as_json:
             err().print(f"validating {p} ...", highlight=False, markup=False)
         reports.append(
-            validate_task(
-                p,
-                sandbox=sandbox.value,
-                repeat=repeat,
-                base_image_map=image_map,
-            )
+            validate_task(p, sandbox=sandbox.value, repeat=repeat, base_image_map=image_map)
         )
     ok = all(r.ok for r in reports)
     if as_json:
         print(json.dumps({"ok": ok, "tasks": [r.as_dict() for r in reports]}, indent=2))
-        raise typer.Exit(0 if ok else 1)
-    for r in reports:
-        verdict = "[green]valid[/]" if r.ok else "[bold red]INVALID[/]"
-        table = Table(title=f"{r.name}: {verdict} ({r.duration_sec:.1f}s)", title_justify="left")
-        table.add_column("round", justify="right", no_wrap=True, min_width=5)
-        short = {"oracle_mt": "oracle MT", "oracle_sr": "SR", "discriminative": "discrim."}
-        short |= {"determinism": "determ."}
-        for c in CHECKS:
-            table.add_column(short.get(c, c), no_wrap=True)
-        for i in [None, *range(1, r.n_rounds + 1)] if r.n_rounds else [None]:
-            cells = []
-            for c in CHECKS:
-                st = r.cell(c, i) if i is not None else None
-                if i is None:
-                    got = [f.status for f in r.findings if f.check == c and f.round is None]
-                    st = got[0] if got else None
-                cells.append(_MARK[st.value] if st else "")
-            table.add_row("task" if i is None else str(i), *cells)
-        out().print(table)
-        for f in r.findings:
-            if f.status.value in ("fail", "warn"):
-                where = f"round {f.round}" if f.round else "task"
-                out().print(
-                    f"  {_MARK[f.status.value]} {where}: {f.check}: {escape(f.message)}",
-                    highlight=False,
-                )
+    else:
+        for r in reports:
+            _print_validation(r)
     raise typer.Exit(0 if ok else 1)
+
+
+def _print_validation(r: TaskValidation) -> None:
+    """One task's checks as a table (a row per round, one for the whole task), then what
+    failed or warned, each in one line."""
+    from evoround.engine import CHECKS
+
+    verdict = "[green]valid[/]" if r.ok else "[bold red]INVALID[/]"
+    table = Table(title=f"{r.name}: {verdict} ({r.duration_sec:.1f}s)", title_justify="left")
+    table.add_column("round", justify="right", no_wrap=True, min_width=5)
+    for c in CHECKS:
+        table.add_column(_SHORT.get(c, c), no_wrap=True)
+    for i in [None, *range(1, r.n_rounds + 1)] if r.n_rounds else [None]:
+        cells = [_cell(r, c, i) for c in CHECKS]
+        table.add_row("task" if i is None else str(i), *cells)
+    console = out()
+    console.print(table)
+    for f in r.findings:
+        if f.status.value in ("fail", "warn"):
+            where = f"round {f.round}" if f.round else "task"
+            console.print(
+                f"  {_MARK[f.status.value]} {where}: {f.check}: {escape(f.message)}",
+                highlight=False,
+            )
+
+
+def _cell(r: TaskValidation, check: str, rnd: int | None) -> str:
+    """The mark of one check in one round (``None``: the task's own row)."""
+    if rnd is not None:
+        st = r.cell(check, rnd)
+    else:
+        got = [f.status for f in r.findings if f.check == check and f.round is None]
+        st = got[0] if got else None
+    return _MARK[st.value] if st else ""
 
 
 @tasks_app.command("lint")

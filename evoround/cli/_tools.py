@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Protocol, TypedDict
 
 import typer
 
@@ -27,12 +27,34 @@ def replay_server(
     """
     import time
 
-    from evoround.scaffolds import load_replay_script, serve
-
     if log is not None and (log.is_dir() or not log.parent.is_dir()):
         why = "is a folder" if log.is_dir() else f"{log.parent} is not a folder"
         raise fail(f"--log {str(log)!r}: {why} (give a file path for the JSONL log)")
+    srv = _start_server(script, port, log)
+    out().print(f"replay server: {srv.url} (OpenAI)  {srv.base_url} (Anthropic); Ctrl-C stops")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.close()
+
+
+class _Server(Protocol):
+    """What the command needs of the started replay server."""
+
+    url: str
+    base_url: str
+
+    def close(self) -> None: ...
+
+
+def _start_server(script: Path, port: int, log: Path | None) -> _Server:
+    """The script loaded and served; too big, unreadable, malformed or empty, a port in use
+    or an unwritable log is one line (exit 2)."""
     from evoround.cli._checks import UsageError, check_script_size
+    from evoround.scaffolds import load_replay_script, serve
 
     try:
         if script.is_file():
@@ -48,19 +70,11 @@ def replay_server(
     if not (loaded.rounds or loaded.answers or loaded.faults or loaded.default is not None):
         raise fail(f"{script}: an empty script (no rounds, answers, faults or default)")
     try:
-        srv = serve(loaded, port=port, log_path=log)
+        return serve(loaded, port=port, log_path=log)
     except OSError as e:
         raise fail(f"{e.filename or script}: {e.strerror or e}") from None
     except ValueError as e:
         raise fail(f"{script}: {e}") from None
-    out().print(f"replay server: {srv.url} (OpenAI)  {srv.base_url} (Anthropic); Ctrl-C stops")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        srv.close()
 
 
 @app.command("install-proxy", rich_help_panel="Develop")
@@ -154,12 +168,40 @@ def config(
     from rich.markup import escape
     from rich.table import Table
 
+    from evoround.settings import config_files
+
+    rows = _setting_rows()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    columns = ("variable", "file key", "value", "source", "description")
+    table = Table(*columns, title="evoround settings")
+    for r in rows:
+        cells = (r["variable"], r["key"] or "-", r["value"] or "-", r["source"], r["description"])
+        table.add_row(*(escape(c) for c in cells))
+    console = out()
+    console.print(table)
+    files = ", ".join(f"{p}{'' if p.is_file() else ' (absent)'}" for p in config_files())
+    console.print(f"config files (later wins): {files}", markup=False, highlight=False)
+
+
+class _SettingRow(TypedDict):
+    """One setting as ``config`` shows it (and ``--json`` prints it)."""
+
+    variable: str
+    key: str | None
+    value: str | None
+    source: str
+    description: str
+
+
+def _setting_rows() -> list[_SettingRow]:
+    """Every setting with its value now (secrets masked) and where the value came from."""
     from evoround.settings import (
         NOT_IN_FILES,
         SECRET_FIELDS,
         Settings,
         SettingsError,
-        config_files,
         settings,
         sources,
     )
@@ -169,25 +211,16 @@ def config(
         where = sources()
     except SettingsError as e:
         raise fail(str(e)) from None
-    rows = []
+    rows: list[_SettingRow] = []
     for name, field in Settings.model_fields.items():
         value = getattr(current, name)
         shown = "***" if name in SECRET_FIELDS and value else value
-        rows.append({
+        row: _SettingRow = {
             "variable": f"EVOROUND_{name.upper()}",
             "key": None if name in NOT_IN_FILES else name,
             "value": None if shown is None else str(shown),
             "source": where[name],
             "description": field.description or "",
-        })  # fmt: skip
-    if as_json:
-        print(json.dumps(rows, indent=2))
-        return
-    table = Table("variable", "file key", "value", "source", "description",
-                  title="evoround settings")  # fmt: skip
-    for r in rows:
-        cells = (r["variable"], r["key"] or "-", r["value"] or "-", r["source"], r["description"])
-        table.add_row(*(escape(c) for c in cells))
-    out().print(table)
-    files = ", ".join(f"{p}{'' if p.is_file() else ' (absent)'}" for p in config_files())
-    out().print(f"config files (later wins): {files}", markup=False, highlight=False)
+        }
+        rows.append(row)
+    return rows
