@@ -74,3 +74,22 @@ def test_model_agents_default_to_docker_and_refuse_the_host_without_an_engine(
     assert read_job_config(tmp_path / "j" / "job.json").sandbox == "local"
     monkeypatch.setattr(api, "docker_reachable", lambda: False)
     assert api._default_sandbox("evoround-agent", tmp_path / "j") == "local"  # the job's own
+
+
+def test_resume_takes_what_was_not_given_from_the_lock(tmp_path: Path) -> None:
+    """``run(resume=...)`` reconciles with job.json as ``evoround run --resume`` does: the
+    options not given are the recorded ones, a given one that differs is one line."""
+    from evoround import api
+    from evoround.results import Mode
+
+    first = run([COUNTER], agent="oracle", out=tmp_path, job="j", modes=["mt"], attempts=2)
+    again = run(resume=tmp_path / "j")  # agent, tasks, attempts and modes from the lock
+    assert again.job_dir == first.job_dir and again.metrics == first.metrics
+    decided = api.resolve(api.RunRequest(resume=tmp_path / "j"))
+    assert (decided.agent, decided.attempts, decided.modes) == ("oracle", 2, (Mode.mt,))
+    assert decided.out == tmp_path and decided.job == "j" and decided.resume is None
+    assert api.resolve(decided) == decided  # resolving twice changes nothing
+    with pytest.raises(api.ResumeError, match="--on-fail 'continue' differs from the 'stop'"):
+        api.resolve(api.RunRequest(resume=tmp_path / "j", on_fail="continue"))
+    with pytest.raises(api.ResumeError, match="no job.json"):
+        api.resolve(api.RunRequest(resume=tmp_path / "nope"))
