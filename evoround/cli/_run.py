@@ -294,7 +294,7 @@ def _decided(asked: RunRequest, flags: RunFlags) -> RunRequest:
             judge_model=request.judge_model,
             judge_api_base=request.judge_api_base,
             out_dir=request.out,
-            job_name=request.job if (asked.job or asked.resume) else None,
+            job_name=request.job if asked.resume is not None else asked.job,
             given=_given_options(request, flags),
         )
         sandbox = choose_sandbox(agent, request.sandbox, docker_reachable)
