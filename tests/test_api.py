@@ -40,18 +40,29 @@ def test_load_tasks_of_nothing_is_an_error(tmp_path: Path) -> None:
 
 
 def test_the_package_exports_the_api_lazily() -> None:
-    code = ("import sys, evoround.settings; assert 'evoround.engine' not in sys.modules; "
-            "from evoround import run, load_tasks, report; print(run.__module__)")  # fmt: skip
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)  # fmt: skip
+    code = (
+        "import sys, evoround.settings; assert 'evoround.engine' not in sys.modules; "
+        "from evoround import run, load_tasks, report; print(run.__module__)"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert res.returncode == 0 and res.stdout.strip() == "evoround.api", res.stderr
     assert set(evoround.__all__) >= {"run", "load_tasks", "report"}
 
 
 def test_the_example_script_runs(tmp_path: Path) -> None:
-    res = subprocess.run([sys.executable, str(REPO / "examples" / "run_and_report.py"),
-                          str(tmp_path / "out")], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "run_and_report.py"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     lines = res.stdout.splitlines()
     assert lines[0].startswith("oracle   MT@k=1.00") and lines[1].startswith("nop      MT@k=0.00")
