@@ -484,9 +484,8 @@ def _window_text(window: tuple[int, int | None]) -> str:
     return f"{first}" if last == first else f"{first}-{last or ''}"
 
 
-def _resumed_job(request: RunRequest, resume: Path) -> dict[str, Any]:
+def _resumed_job(request: RunRequest, resume: Path, lock: JobConfig) -> dict[str, Any]:
     """What a job continues as: its tasks, agent, attempts, modes and sandbox unless given."""
-    lock = _read_lock(resume)
     agent = request.agent
     if agent is None:
         # A script from a file is locked by digest; the run must pass the same --script.
@@ -560,7 +559,7 @@ def resolve(request: RunRequest) -> RunRequest:
     decided options) and :func:`run_request` resolves again harmlessly."""
     if request.resume is not None:
         lock = _Lock(_read_lock(request.resume), request.resume / "job.json")
-        request = replace(request, **_resumed_job(request, request.resume))
+        request = replace(request, **_resumed_job(request, request.resume, lock.config))
         request = replace(request, **_locked_settings(request, lock))
         request = replace(request, **_locked_sampling(request, lock))
     agent = request.agent or "oracle"
