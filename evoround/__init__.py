@@ -16,9 +16,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evoround.api import JobReport, Report, RunResult, load_tasks, report, run
+    from evoround.api import (
+        JobReport,
+        Report,
+        ResumeError,
+        RunRequest,
+        RunResult,
+        load_tasks,
+        report,
+        run,
+    )
 
-__all__ = ["JobReport", "Report", "RunResult", "load_tasks", "report", "run"]
+__all__ = [
+    "JobReport",
+    "Report",
+    "ResumeError",
+    "RunRequest",
+    "RunResult",
+    "load_tasks",
+    "report",
+    "run",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -40,18 +40,29 @@ def test_load_tasks_of_nothing_is_an_error(tmp_path: Path) -> None:
 
 
 def test_the_package_exports_the_api_lazily() -> None:
-    code = ("import sys, evoround.settings; assert 'evoround.engine' not in sys.modules; "
-            "from evoround import run, load_tasks, report; print(run.__module__)")  # fmt: skip
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)  # fmt: skip
+    code = (
+        "import sys, evoround.settings; assert 'evoround.engine' not in sys.modules; "
+        "from evoround import run, load_tasks, report; print(run.__module__)"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert res.returncode == 0 and res.stdout.strip() == "evoround.api", res.stderr
     assert set(evoround.__all__) >= {"run", "load_tasks", "report"}
 
 
 def test_the_example_script_runs(tmp_path: Path) -> None:
-    res = subprocess.run([sys.executable, str(REPO / "examples" / "run_and_report.py"),
-                          str(tmp_path / "out")], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "run_and_report.py"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     lines = res.stdout.splitlines()
     assert lines[0].startswith("oracle   MT@k=1.00") and lines[1].startswith("nop      MT@k=0.00")
@@ -74,3 +85,22 @@ def test_model_agents_default_to_docker_and_refuse_the_host_without_an_engine(
     assert read_job_config(tmp_path / "j" / "job.json").sandbox == "local"
     monkeypatch.setattr(api, "docker_reachable", lambda: False)
     assert api._default_sandbox("evoround-agent", tmp_path / "j") == "local"  # the job's own
+
+
+def test_resume_takes_what_was_not_given_from_the_lock(tmp_path: Path) -> None:
+    """``run(resume=...)`` reconciles with job.json as ``evoround run --resume`` does: the
+    options not given are the recorded ones, a given one that differs is one line."""
+    from evoround import api
+    from evoround.results import Mode
+
+    first = run([COUNTER], agent="oracle", out=tmp_path, job="j", modes=["mt"], attempts=2)
+    again = run(resume=tmp_path / "j")  # agent, tasks, attempts and modes from the lock
+    assert again.job_dir == first.job_dir and again.metrics == first.metrics
+    decided = api.resolve(api.RunRequest(resume=tmp_path / "j"))
+    assert (decided.agent, decided.attempts, decided.modes) == ("oracle", 2, (Mode.mt,))
+    assert decided.out == tmp_path and decided.job == "j" and decided.resume is None
+    assert api.resolve(decided) == decided  # resolving twice changes nothing
+    with pytest.raises(api.ResumeError, match="--on-fail 'continue' differs from the 'stop'"):
+        api.resolve(api.RunRequest(resume=tmp_path / "j", on_fail="continue"))
+    with pytest.raises(api.ResumeError, match="no job.json"):
+        api.resolve(api.RunRequest(resume=tmp_path / "nope"))

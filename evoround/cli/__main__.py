@@ -1,7 +1,5 @@
 """``python -m evoround.cli``: the same command as the ``evoround`` script."""
 
-import sys
-
 from evoround.cli import main
 
-sys.exit(main())
+main()  # exits with the command's code

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
 from enum import StrEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import typer.core
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from evoround.cli._docker import cleanup, images_app
-from evoround.results import Mode
-from evoround.settings import SettingsError
-
 if TYPE_CHECKING:
-    from evoround.results import JobConfig
+    from rich.logging import RichHandler
+
+    from evoround.results import Mode
 
 
 def _flag_type_rich(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
@@ -32,7 +29,7 @@ def _flag_type_rich(self: typer.core.TyperOption, ctx: typer.Context) -> str | N
 
 # typer's rich help labels every flag ``<bool>``; there is no per-option switch for it.
 _option_type_rich = typer.core.TyperOption.display_type_rich
-typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign]
+typer.core.TyperOption.display_type_rich = _flag_type_rich  # type: ignore[method-assign, assignment]  # typer.Context is its click Context
 
 
 app = typer.Typer(
@@ -47,38 +44,59 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
-app.add_typer(images_app, name="images", rich_help_panel="Docker")
-app.command("cleanup", rich_help_panel="Docker")(cleanup)
-
-err = Console(stderr=True)
-out = Console()
-if not out.is_terminal and "COLUMNS" not in os.environ:
-    # Piped or logged reports: wide enough that the leaderboard is not folded to 80 columns.
-    out = Console(width=160)
 
 
-_T = TypeVar("_T")
+def out() -> Console:
+    """A console on stdout, made when it prints: it sees COLUMNS and the terminal of this
+    invocation, not those of whoever imported the module first (a test runner, a worker)."""
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        # Piped or logged reports: wide enough that the leaderboard is not folded to 80 columns.
+        return Console(width=160)
+    return console
 
 
-def setup_logging(verbose: bool, debug: bool) -> None:
+def err() -> Console:
+    """A console on stderr, made when it prints (see :func:`out`). A command that keeps a
+    display alive (``run``'s live table, ``demo``'s progress bar) makes one and passes it
+    to the display and the log handler, so log lines print above the display."""
+    return Console(stderr=True)
+
+
+def setup_logging(verbose: bool, debug: bool, console: Console | None = None) -> None:
     """The engine's log on stderr through rich (above the live display, which shares the
     console): ``-v`` INFO from evoround, ``--debug`` DEBUG and tracebacks of unexpected
-    errors; other libraries stay at WARNING (litellm's DEBUG would drown the engine's)."""
-    if not (verbose or debug):
-        return
-    import logging
+    errors; other libraries stay at WARNING (litellm's DEBUG would drown the engine's).
 
+    ``console``: the stderr console of this invocation; a handler an earlier call added
+    (``evoround -v run``) moves to it, so its lines print above this command's display."""
     from rich.logging import RichHandler
 
-    handler = RichHandler(console=err, show_path=debug, markup=False, rich_tracebacks=debug,
-                          log_time_format="%H:%M:%S")  # fmt: skip
     root = logging.getLogger()
-    if not any(isinstance(h, RichHandler) for h in root.handlers):
-        root.addHandler(handler)
+    existing = [h for h in root.handlers if isinstance(h, RichHandler)]
+    if console is not None:
+        for h in existing:
+            h.console = console
+    if not (verbose or debug):
+        return
+    if not existing:
+        root.addHandler(_rich_handler(console or err(), debug))
     root.setLevel(logging.WARNING)
     logging.getLogger("evoround").setLevel(logging.DEBUG if debug else logging.INFO)
     if debug:
         os.environ["EVOROUND_DEBUG"] = "1"  # _main shows the traceback of an unexpected error
+
+
+def _rich_handler(console: Console, debug: bool) -> RichHandler:
+    from rich.logging import RichHandler
+
+    return RichHandler(
+        console=console,
+        show_path=debug,
+        markup=False,
+        rich_tracebacks=debug,
+        log_time_format="%H:%M:%S",
+    )
 
 
 @app.callback()
@@ -94,7 +112,7 @@ def _options(
         ),
     ] = False,
 ) -> None:
-    setup_logging(verbose, debug)
+    setup_logging(verbose, debug, err())
 
 
 EXIT_INTERNAL = 3
@@ -107,83 +125,28 @@ class ModeChoice(StrEnum):
     both = "both"
 
 
-def _modes(mode: ModeChoice) -> list[Mode]:
+def modes_of(mode: ModeChoice) -> list[Mode]:
+    from evoround.results import Mode
+
     return [Mode.mt, Mode.sr] if mode is ModeChoice.both else [Mode(mode.value)]
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
+def fail(message: str, code: int = 2, console: Console | None = None) -> typer.Exit:
+    """Say what is wrong in one line on stderr; the caller raises the exit it returns.
+
+    ``console``: the command's own stderr console when a display is live on it."""
     # The message holds user text (paths, values, `[[rounds]]`): never read it as markup.
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    (console or err()).print(
+        f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True
+    )
     return typer.Exit(code)
 
 
-def _from_job_json(
-    ctx: typer.Context,
-    cfg: JobConfig,
-    tasks: list[Path] | None,
-    agent: str,
-    attempts: int,
-    mode: ModeChoice,
-    sandbox: str,
-) -> tuple[list[Path] | None, str, int, ModeChoice, str]:
-    """Fill the options a --resume did not give from the job's config lock."""
-    if not tasks:
-        tasks = [Path(t.path) for t in cfg.tasks.values()]
-    if not _given(ctx, "agent"):
-        # A script from a file is locked by digest; the run must pass the same --script.
-        agent = "scripted" if cfg.script_digest else cfg.agent
-    if not _given(ctx, "attempts"):
-        attempts = cfg.attempts
-    if not _given(ctx, "mode"):
-        mode = ModeChoice.both if len(cfg.modes) == 2 else ModeChoice(cfg.modes[0].value)
-    if not _given(ctx, "sandbox"):
-        sandbox = cfg.sandbox
-    return tasks, agent, attempts, mode, sandbox
-
-
-def _given(ctx: typer.Context, name: str) -> bool:
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user typed option ``name`` (a resumed job takes the others from its lock)."""
     # typer may vendor click: compare the source by name, not by class
     source = ctx.get_parameter_source(name)
     return source is not None and source.name != "DEFAULT"
-
-
-def _job_config(job_dir: Path) -> JobConfig:
-    """The config lock of the job a --resume names (read once)."""
-    from evoround.results import JobConfig
-
-    path = job_dir / "job.json"
-    if not path.is_file():
-        raise _fail(f"{job_dir} is not a job folder (no job.json)")
-    try:
-        return JobConfig.model_validate_json(path.read_bytes())
-    except OSError as e:
-        raise _fail(f"{path}: cannot read: {e.strerror or e}") from None
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise _fail(f"{path}: {where + ': ' if where else ''}{first['msg']}") from None
-
-
-def _locked(ctx: typer.Context, cfg: JobConfig, path: Path, name: str, value: _T) -> _T:
-    """The value a --resume uses for a model or judge option: the recorded one unless given.
-
-    A resumed attempt must talk to the same model as the rounds already recorded, so a
-    given value that differs is refused here, in one line naming the option, before any
-    agent starts. A field an older job.json never recorded, or recorded as None for a
-    count (``max_steps`` of a model-free agent), leaves the command line's value.
-    """
-    recorded = getattr(cfg, name)
-    if name not in cfg.model_fields_set or (recorded is None and isinstance(value, int)):
-        return value
-    if not _given(ctx, name):
-        return recorded
-    if value != recorded:
-        flag = "--" + name.replace("_", "-")
-        raise _fail(
-            f"{flag} {value!r} differs from the {recorded!r} recorded in {path}; "
-            f"leave out {flag} to resume with it, or start a new --job"
-        )
-    return value
 
 
 def _sigterm_as_interrupt(signum: int, frame: object) -> None:
@@ -220,19 +183,22 @@ def _run_app() -> int:
         rv = app(standalone_mode=False)
     except Exception as e:
         if _is(e, "NoArgsIsHelpError"):
-            e.show()  # type: ignore[attr-defined]
+            e.show()  # type: ignore[attr-defined]  # a click exception, matched by name
             return 2
         if not _is(e, "ClickException"):
             raise
-        message = " ".join(e.format_message().split())  # type: ignore[attr-defined]
+        message = " ".join(e.format_message().split())  # type: ignore[attr-defined]  # as above
         message = message.replace("Value error, ", "")  # pydantic's prefix, via typer enums
         value = _typed_value(getattr(e, "param", None), sys.argv[1:])
         if value is not None and repr(value) not in message:
             message = f"{message.rstrip('.')} (got {value!r})"
         ctx = getattr(e, "ctx", None)
         where = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
-        err.print(f"[bold red]error:[/] {escape(message)}{escape(where)}", highlight=False,
-                  soft_wrap=True)  # fmt: skip
+        err().print(
+            f"[bold red]error:[/] {escape(message)}{escape(where)}",
+            highlight=False,
+            soft_wrap=True,
+        )
         return int(getattr(e, "exit_code", 2))
     except BaseException as e:
         if _is(e, "Abort"):
@@ -243,7 +209,7 @@ def _run_app() -> int:
 
 def _debugging() -> bool:
     """``--debug``, ``EVOROUND_DEBUG`` or ``debug = true`` in a config file."""
-    from evoround.settings import settings
+    from evoround.settings import SettingsError, settings
 
     try:
         return settings().debug
@@ -256,14 +222,16 @@ def _main() -> int:
     traceback (``EVOROUND_DEBUG=1`` shows it, for a bug report)."""
     try:
         return _run_app()
-    except SettingsError as e:  # a bad EVOROUND_* variable: one line, not a traceback
-        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
-        return 2
     except Exception as e:
+        from evoround.settings import SettingsError  # on this path only: --help stays light
+
+        if isinstance(e, SettingsError):  # a bad EVOROUND_* variable: one line, no traceback
+            err().print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            return 2
         if _debugging():
             raise
         what = " ".join(str(e).split()) or type(e).__name__
-        err.print(
+        err().print(
             f"[bold red]error:[/] {escape(f'{type(e).__name__}: {what}')} (an evoround bug: "
             "EVOROUND_DEBUG=1 shows the traceback for a report)",
             highlight=False,
@@ -275,21 +243,21 @@ def _main() -> int:
 def parse_image_map(items: list[str] | None) -> dict[str, str]:
     """``EVOROUND_BASE_IMAGE_MAP`` plus ``--base-image-map FROM=LOCAL`` (repeatable; these
     win) into a dict; a malformed item fails in one line naming it."""
-    from evoround.settings import settings
+    from evoround.settings import SettingsError, settings
 
     try:
-        out: dict[str, str] = dict(settings().base_image_map)
+        mapping: dict[str, str] = dict(settings().base_image_map)
     except SettingsError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     for item in items or []:
         src, sep, dst = item.partition("=")
         if not sep or not src.strip() or not dst.strip():
-            raise _fail(
+            raise fail(
                 f"--base-image-map {item!r}: expected FROM=LOCAL, "
                 "e.g. ubuntu:24.04=evoround-base:bookworm"
             )
-        out[src.strip()] = dst.strip()
-    return out
+        mapping[src.strip()] = dst.strip()
+    return mapping
 
 
 ImageMapOpt = Annotated[
@@ -310,9 +278,9 @@ def parse_window(text: str | None) -> tuple[int, int | None] | None:
 
     m = re.fullmatch(r"\s*(\d+)\s*(?:(-)\s*(\d*))?\s*", text)
     if not m:
-        raise _fail(f"--rounds {text!r}: expected A-B, A- or A (1-based round numbers)")
+        raise fail(f"--rounds {text!r}: expected A-B, A- or A (1-based round numbers)")
     first = int(m.group(1))
     last = int(m.group(3)) if m.group(3) else (None if m.group(2) else first)
     if first < 1 or (last is not None and last < first):
-        raise _fail(f"--rounds {text!r}: expected 1 <= A <= B")
+        raise fail(f"--rounds {text!r}: expected 1 <= A <= B")
     return first, last

@@ -276,16 +276,10 @@ def check_run_options(
     left at the default). ``reachable``: also send the preflight requests to the model
     and judge endpoints (last, as they take up to a few seconds).
     """
-    from evoround.settings import SettingsError, settings
+    from evoround.scaffolds import MODEL_AGENTS
 
-    try:
-        settings()  # a malformed EVOROUND_* variable fails now, named, not mid-job
-    except SettingsError as e:
-        raise UsageError(str(e)) from None
-    if model_agents is None:
-        from evoround.scaffolds import MODEL_AGENTS
-
-        model_agents = MODEL_AGENTS
+    agents = MODEL_AGENTS if model_agents is None else model_agents
+    check_settings()
     check_out_dir(out_dir)
     check_extras(agent, executor, judge_model=judge_model, proxy=proxy)
     if job_name is not None:
@@ -293,6 +287,39 @@ def check_run_options(
     check_script(agent, script)
     if agent == "scripted" and script is None:
         raise UsageError("--agent scripted needs --script PATH (a YAML script)")
+    check_agent_options(agent, agents, model, api_base, max_tokens, given)
+    check_judge_options(judge_model, given)
+    check_placement(executor, sandbox, given)
+    if proxy:
+        check_proxy(agent, agents, model, executor)
+    check_models(agent, model, judge_model, given)
+    check_url("--api-base", api_base)
+    check_url("--judge-api-base", judge_api_base)
+    if reachable:
+        preflight("--api-base", api_base)
+        if judge_model is not None and judge_api_base != api_base:
+            preflight("--judge-api-base", judge_api_base)
+
+
+def check_settings() -> None:
+    """A malformed EVOROUND_* variable fails now, named, not mid-job."""
+    from evoround.settings import SettingsError, settings
+
+    try:
+        settings()
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+
+
+def check_agent_options(
+    agent: str,
+    model_agents: tuple[str, ...],
+    model: str | None,
+    api_base: str | None,
+    max_tokens: int | None,
+    given: dict[str, object],
+) -> None:
+    """Model options belong to model agents, ``--max-tokens`` to evoround-agent alone."""
     model_given = {
         "model": model,
         "api_base": api_base,
@@ -302,36 +329,53 @@ def check_run_options(
     check_model_options(agent, model_agents, {**model_given, "max_tokens": max_tokens})
     if max_tokens is not None and agent != "evoround-agent":
         raise UsageError(f"--max-tokens is used by --agent evoround-agent only (got {agent})")
-    if judge_model is None:
-        stray = [k for k in ("judge_api_base", "judge_votes", "judge_model_args")
-                 if given.get(k) is not None]  # fmt: skip
-        if stray:
-            named = {"judge_model_args": "--judge-temperature/--judge-reasoning-effort/"
-                     "--judge-model-arg"}  # fmt: skip
-            flags = ", ".join(named.get(k, "--" + k.replace("_", "-")) for k in stray)
-            raise UsageError(f"{flags} need --judge-model (no judge runs without it)")
+
+
+_JUDGE_ARG_FLAGS = "--judge-temperature/--judge-reasoning-effort/--judge-model-arg"
+
+
+def check_judge_options(judge_model: str | None, given: dict[str, object]) -> None:
+    """Judge options without ``--judge-model`` would be silently dropped: refuse them."""
+    if judge_model is not None:
+        return
+    names = ("judge_api_base", "judge_votes", "judge_model_args")
+    stray = [k for k in names if given.get(k) is not None]
+    if stray:
+        named = {"judge_model_args": _JUDGE_ARG_FLAGS}
+        flags = ", ".join(named.get(k, "--" + k.replace("_", "-")) for k in stray)
+        raise UsageError(f"{flags} need --judge-model (no judge runs without it)")
+
+
+def check_placement(executor: str, sandbox: str, given: dict[str, object]) -> None:
+    """Options of one executor or one sandbox given to another."""
     if given.get("ray_address") is not None and executor != "ray":
         raise UsageError("--ray-address needs --executor ray")
     if given.get("keep_snapshots") and sandbox != "docker":
         raise UsageError("--keep-snapshots keeps Docker images: it needs --sandbox docker")
-    if proxy:
-        if agent not in model_agents or not model:
-            raise UsageError(
-                "--proxy records model calls: it needs a model agent and --model "
-                f"(one of {', '.join(model_agents)})"
-            )
-        if executor == "ray":
-            raise UsageError("--proxy listens on this machine's loopback: use --executor local")
+
+
+def check_proxy(
+    agent: str, model_agents: tuple[str, ...], model: str | None, executor: str
+) -> None:
+    """``--proxy`` records a model agent's calls on this machine's loopback."""
+    if agent not in model_agents or not model:
+        raise UsageError(
+            "--proxy records model calls: it needs a model agent and --model "
+            f"(one of {', '.join(model_agents)})"
+        )
+    if executor == "ray":
+        raise UsageError("--proxy listens on this machine's loopback: use --executor local")
+
+
+def check_models(
+    agent: str, model: str | None, judge_model: str | None, given: dict[str, object]
+) -> None:
+    """Model names litellm can route, and a USD budget only for a model with a price."""
     if agent in ("evoround-agent", "mini-swe-agent"):
         check_litellm_model("--model", model)
     check_litellm_model("--judge-model", judge_model)
-    check_budget(agent, model, given.get("max_cost"))  # type: ignore[arg-type]
-    check_url("--api-base", api_base)
-    check_url("--judge-api-base", judge_api_base)
-    if reachable:
-        preflight("--api-base", api_base)
-        if judge_model is not None and judge_api_base != api_base:
-            preflight("--judge-api-base", judge_api_base)
+    max_cost = given.get("max_cost")
+    check_budget(agent, model, float(max_cost) if isinstance(max_cost, int | float) else None)
 
 
 LOCAL_TRUSTED_NOTE = (
@@ -412,10 +456,8 @@ def check_task_rules(tasks: list[Task]) -> None:
                     continue
                 field = f"{where}[{n}].rule"
                 if not c.rule:
-                    raise TaskFormatError(
-                        task.path / "task.toml", field, "a rule check needs `rule` (see "
-                        "`evoround tasks schema`)"
-                    )  # fmt: skip
+                    why = "a rule check needs `rule` (see `evoround tasks schema`)"
+                    raise TaskFormatError(task.path / "task.toml", field, why)
                 if c.rule not in RULES:
                     hint = did_you_mean(c.rule, known) or f" (known: {', '.join(known)})"
                     raise TaskFormatError(
@@ -463,9 +505,18 @@ def parse_model_args(
 
 
 _RESERVED_MODEL_ARGS = frozenset(
-    {"model", "messages", "tools", "api_base", "api_key", "timeout", "num_retries",
-     "extra_headers", "stream"}
-)  # fmt: skip
+    {
+        "model",
+        "messages",
+        "tools",
+        "api_base",
+        "api_key",
+        "timeout",
+        "num_retries",
+        "extra_headers",
+        "stream",
+    }
+)
 """Keyword arguments the agents set per call: a --model-arg may not override them."""
 
 

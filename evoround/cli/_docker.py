@@ -1,8 +1,9 @@
 """``evoround images ...`` and ``evoround cleanup``: the Docker side of the CLI.
 
 Thin like the other command groups: options are parsed here, the work is done by
-:mod:`evoround.sandboxes.docker._images` and :mod:`evoround.sandboxes.docker._sandbox`.
-``cli._app`` mounts :data:`images_app` as ``images`` and :func:`cleanup` as ``cleanup``.
+:mod:`evoround.sandboxes.docker` (imported when a command runs: the Docker SDK is slow to
+import and ``--help`` needs none of it). This module mounts :data:`images_app` as
+``images`` and :func:`cleanup` as ``cleanup`` on the app.
 """
 
 from __future__ import annotations
@@ -10,29 +11,26 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import docker
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evoround.sandboxes.docker import (
-    DEFAULT_SUITE,
-    ROLE_LABEL,
-    ImageError,
-    bootstrap_base_image,
-    connect,
-    default_base_image,
-)
+from evoround.cli._app import app, err
+
+if TYPE_CHECKING:
+    import docker
+
+DEFAULT_SUITE = "bookworm"
+"""``evoround.sandboxes.docker.DEFAULT_SUITE``, written out so that ``--help`` shows it
+without importing Docker (tests/cli/test_help.py keeps the two equal)."""
 
 images_app = typer.Typer(
     help="Docker images: the offline base image, task images, snapshot images.",
     no_args_is_help=True,
 )
-out = Console()
-err = Console(stderr=True)
 
 # Docker's reference grammar, simplified: [HOST[:PORT]/]path/components[:tag]
 _IMAGE_REF = re.compile(
@@ -41,17 +39,25 @@ _IMAGE_REF = re.compile(
 )
 
 
+def _stdout() -> Console:
+    """Stdout as this invocation's terminal (or COLUMNS) says: unlike the reports, these
+    listings are not widened when piped."""
+    return Console()
+
+
 def _usage(message: str) -> None:
     """A bad option value: one line and exit 2, before Docker is asked anything."""
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err().print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
 def _client() -> docker.DockerClient:
+    from evoround.sandboxes.docker import ImageError, connect
+
     try:
         return connect()
     except ImageError as e:
-        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
+        err().print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(2) from None
 
 
@@ -77,9 +83,13 @@ def bootstrap(
     force: Annotated[bool, typer.Option(help="Rebuild even if the image exists.")] = False,
 ) -> None:
     """Build the local base image without a registry (idempotent; instant when it exists)."""
+    from evoround.sandboxes.docker import ImageError, bootstrap_base_image, default_base_image
+
     if tag is not None and not _IMAGE_REF.fullmatch(tag):
-        _usage(f"--tag {tag!r}: not a Docker image reference (lowercase NAME[:TAG], e.g. "
-               "evoround-base:bookworm)")  # fmt: skip
+        _usage(
+            f"--tag {tag!r}: not a Docker image reference (lowercase NAME[:TAG], e.g. "
+            "evoround-base:bookworm)"
+        )
     if not re.fullmatch(r"[a-z][a-z0-9-]*", suite):
         _usage(f"--suite {suite!r}: not a Debian suite name (e.g. bookworm)")
     client = _client()
@@ -92,20 +102,22 @@ def bootstrap(
             mirror=mirror,
             rootfs_tar=rootfs_tar,
             force=force,
-            log=lambda m: err.print(f"[dim]{escape(str(m))}[/]", highlight=False),
+            log=lambda m: err().print(f"[dim]{escape(str(m))}[/]", highlight=False),
         )
     except ImageError as e:
-        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
+        err().print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         raise typer.Exit(1) from None
     if res.built:
-        out.print(f"built {res.tag} ({res.image_id[7:19]}) in {res.seconds:.0f}s")
+        _stdout().print(f"built {res.tag} ({res.image_id[7:19]}) in {res.seconds:.0f}s")
     else:
-        out.print(f"{res.tag} already present ({res.image_id[7:19]})")
+        _stdout().print(f"{res.tag} already present ({res.image_id[7:19]})")
 
 
 @images_app.command("list")
 def list_images() -> None:
     """List evoround's images: base, task (env) and snapshot images."""
+    from evoround.sandboxes.docker import ROLE_LABEL
+
     client = _client()
     table = Table("role", "image", "task", "kind", "round", "job", "size", "created")
     rows = client.api.images(filters={"label": ROLE_LABEL})
@@ -121,7 +133,7 @@ def list_images() -> None:
             f"{img.get('Size', 0) / 1e6:.0f} MB",
             datetime.fromtimestamp(img.get("Created", 0)).strftime("%Y-%m-%d %H:%M"),
         )
-    out.print(table)
+    _stdout().print(table)
 
 
 def cleanup(
@@ -143,17 +155,20 @@ def cleanup(
             _usage(str(e))
     report = cleanup_docker(_client(), job=job, include_cache=all_, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
-    out.print(
+    _stdout().print(
         f"{verb} {len(report.containers)} container(s) and {len(report.images)} image(s)",
         highlight=False,
     )
     for name in report.containers + report.images:
-        out.print(f"  {name}", highlight=False, markup=False)
-    for e in report.errors:
-        err.print(f"[yellow]warning:[/] {escape(str(e))}", highlight=False)
+        _stdout().print(f"  {name}", highlight=False, markup=False)
+    for problem in report.errors:
+        err().print(f"[yellow]warning:[/] {escape(str(problem))}", highlight=False)
     if report.errors:
         raise typer.Exit(1)
 
+
+app.add_typer(images_app, name="images", rich_help_panel="Docker")
+app.command("cleanup", rich_help_panel="Docker")(cleanup)
 
 if __name__ == "__main__":  # `python -m evoround.cli._docker bootstrap`, before the app mounts it
     images_app()

@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 
-from evoround.cli._app import _fail, app, out
-from evoround.reports import EXPORT_FORMATS, ExportError, export_job
-from evoround.results import NotAJobDir, load_job
+from evoround.cli._app import app, fail, out
+
+EXPORT_FORMATS = ("evocodebench", "harbor-multiturn")
+"""``evoround.reports.EXPORT_FORMATS``, written out so that ``--help`` shows them without
+importing the reports (tests/cli/test_help.py keeps the two equal)."""
 
 # The choices, as --help shows them for enum options (checked in the command: the
 # one-line refusal names --format and the value).
@@ -41,16 +43,21 @@ def export(
     ] = None,
 ) -> None:
     """Export MT attempts so the benchmark's published scripts score them like `report`."""
+    from evoround.reports import EXPORT_FORMATS, ExportError, export_job
+    from evoround.results import NotAJobDir, load_job
+
     if fmt not in EXPORT_FORMATS:
-        raise _fail(f"--format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+        raise fail(f"--format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
     try:
         view = load_job(job)
         res = export_job(view, fmt, dest, attempts)
     except (NotAJobDir, ExportError) as e:
-        raise _fail(str(e)) from None
-    out.print(f"exported {res.trials} trial(s) of {res.tasks} task(s) to {res.out} ({res.format})")
+        raise fail(str(e)) from None
+    out().print(
+        f"exported {res.trials} trial(s) of {res.tasks} task(s) to {res.out} ({res.format})"
+    )
     for note in res.notes:
-        out.print(f"note: {note}")
-    out.print(f"score with: {res.command}")
+        out().print(f"note: {note}")
+    out().print(f"score with: {res.command}")
     if res.sr_command:
-        out.print(f"score SR ({res.sr_trials} trial(s)) with: {res.sr_command}")
+        out().print(f"score SR ({res.sr_trials} trial(s)) with: {res.sr_command}")

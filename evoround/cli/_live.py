@@ -69,7 +69,8 @@ class ProgressObserver(JobObserver):
         )
 
 
-def _progress(console: Console) -> Progress:
+def progress_bar(console: Console) -> Progress:
+    """The demo's bar over rounds (one line, kept when done)."""
     return Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.console import Console
 
-from evoround import api
-from evoround.cli._app import _fail, app, err, out
-from evoround.reports import DEFAULT_SEED, job_json, pct, print_report
-from evoround.results import JobView, NotAJobDir, load_job
-from evoround.tasks import TaskFormatError
+from evoround.cli._app import app, err, fail, out
 
 if TYPE_CHECKING:
-    pass
+    from evoround.api import Report
+    from evoround.results import JobView
+
+DEFAULT_SEED = 20260523
+"""``evoround.reports.DEFAULT_SEED``, written out so that ``--help`` shows it without
+importing the reports (tests/cli/test_help.py keeps the two equal)."""
 
 
 class TableFormat(StrEnum):
@@ -44,7 +46,7 @@ def _checked(views: list[JobView]) -> list[JobView]:
     for view in views:
         if not view.records and len(view.problems) > 1:  # one torn line: a crash, not garbage
             first = view.problems[0].split(": skipped", 1)[0]
-            raise _fail(
+            raise fail(
                 f"{first}: not one readable round record in results.jsonl "
                 f"({len(view.problems)} unreadable line(s)); is it a job folder?"
             )
@@ -54,26 +56,111 @@ def _checked(views: list[JobView]) -> list[JobView]:
 def _load_views(run_dirs: list[Path]) -> list[JobView]:
     """Load and check job folders; a folder that is not a job, or cannot be read, is one
     line (exit 2)."""
+    from evoround.results import NotAJobDir, load_job
+
     views = []
     for p in run_dirs:
         try:
             views.append(load_job(p))
         except NotAJobDir as e:
-            raise _fail(str(e)) from None
+            raise fail(str(e)) from None
         except OSError as e:
-            raise _fail(f"{e.filename or p}: cannot read: {e.strerror or e}") from None
+            raise fail(f"{e.filename or p}: cannot read: {e.strerror or e}") from None
     return _checked(views)
 
 
 def _check_file_target(flag: str, path: Path) -> None:
     """A file evoround will write must not be a folder nor sit under a file."""
     if path.is_dir():
-        raise _fail(f"{flag} {str(path)!r}: is a folder, not a file")
+        raise fail(f"{flag} {str(path)!r}: is a folder, not a file")
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise _fail(f"{flag} {str(path)!r}: {parent} is a file, not a folder")
+                raise fail(f"{flag} {str(path)!r}: {parent} is a file, not a folder")
             return
+
+
+@dataclass(frozen=True)
+class _Bootstrap:
+    """``--resamples`` and ``--seed``: every reader of the jobs draws the same intervals."""
+
+    resamples: int | None
+    seed: int
+
+
+def _read_jobs(run_dirs: list[Path]) -> Report:
+    """The library's report of the folders (views, metrics, cost per job); a folder that is
+    not a job, or cannot be read, is one line (exit 2)."""
+    from evoround import api
+    from evoround.results import NotAJobDir
+
+    try:
+        read = api.report(run_dirs)
+    except NotAJobDir as e:
+        raise fail(str(e)) from None
+    except OSError as e:
+        raise fail(f"{e.filename or run_dirs[0]}: cannot read: {e.strerror or e}") from None
+    _checked(read.views)
+    return read
+
+
+def _print_tables(read: Report, boot: _Bootstrap) -> None:
+    """The terminal report, then the cost of each job that called a model."""
+    from evoround.reports import print_report
+
+    console = out()
+    print_report(read.views, console, resamples=boot.resamples, seed=boot.seed)
+    for job in read.jobs:
+        if job.cost.rounds_with_usage:  # a model agent: its tokens and price (or unknown)
+            console.print(
+                f"cost of {job.job_dir.name}: {job.cost} ({job.cost.tokens} tokens)",
+                markup=False,
+                highlight=False,
+            )
+
+
+def _show(
+    read: Report,
+    data: dict[str, Any] | None,
+    boot: _Bootstrap,
+    *,
+    as_json: bool,
+    table: TableFormat | None,
+) -> None:
+    """What stdout gets: the JSON, the leaderboard table, or the terminal report."""
+    from evoround.reports import leaderboard_latex_or_markdown
+
+    if as_json and data is not None:
+        _print_json(read.views, data, boot)
+    elif table is not None and data is not None:
+        print(leaderboard_latex_or_markdown(data, table.value), end="")
+    else:
+        _print_tables(read, boot)
+
+
+def _print_json(views: list[JobView], data: dict[str, Any], boot: _Bootstrap) -> None:
+    from evoround.reports import job_json
+
+    shown = {k: v for k, v in data.items() if k != "rounds"}  # per-round detail: results.jsonl
+    jobs = [job_json(v, resamples=boot.resamples, seed=boot.seed) for v in views]
+    print(json.dumps({"jobs": jobs, "report": shown}, indent=2))
+
+
+def _write_figures(data: dict[str, Any], figures: Path, log: Console) -> None:
+    from evoround.reports import FigureExportError, write_figures
+
+    try:
+        paths = write_figures(data["figures"], figures)
+    except (FigureExportError, OSError) as e:
+        raise fail(f"--figures {figures}: {e}") from None
+    log.print(f"figures: {len(paths)} files in {figures}")
+
+
+def _write_atif(views: list[JobView], log: Console) -> None:
+    from evoround.reports import export_atif
+
+    n = sum(len(export_atif(v)) for v in views)
+    log.print(f"ATIF: {n} trajectory.atif.json files written beside trajectory.jsonl")
 
 
 @app.command(rich_help_panel="Analyse")
@@ -112,51 +199,28 @@ def report(
 
     Every headline figure carries a 95% percentile bootstrap interval over tasks and a
     standard error (method, resamples and seed are printed with it)."""
-    from evoround.reports import (
-        FigureExportError,
-        build_report,
-        default_html_path,
-        leaderboard_latex_or_markdown,
-        write_figures,
-        write_html_report,
-    )
+    from evoround.reports import build_report, default_html_path
 
     if html is not None:
         _check_file_target("--html", html)
-    try:
-        read = api.report(run_dirs)  # the library's report: views, metrics, cost per job
-    except NotAJobDir as e:
-        raise _fail(str(e)) from None
-    except OSError as e:
-        raise _fail(f"{e.filename or run_dirs[0]}: cannot read: {e.strerror or e}") from None
-    views = _checked(read.views)
-    opts = {"resamples": resamples, "seed": seed}
-    data = build_report(views, **opts) if (as_json or figures or table) else None
-    if as_json and data is not None:
-        shown = {k: v for k, v in data.items() if k != "rounds"}  # per-round detail: results.jsonl
-        print(json.dumps({"jobs": [job_json(v, **opts) for v in views], "report": shown}, indent=2))
-    elif table is not None and data is not None:
-        print(leaderboard_latex_or_markdown(data, table.value), end="")
-    else:
-        print_report(views, out, **opts)
-        for job in read.jobs:
-            if job.cost.rounds_with_usage:  # a model agent: its tokens and price (or unknown)
-                out.print(f"cost of {job.job_dir.name}: {job.cost} ({job.cost.tokens} tokens)",
-                          markup=False, highlight=False)  # fmt: skip
-    log = err if (as_json or table is not None) else out
+    read = _read_jobs(run_dirs)
+    views, boot = read.views, _Bootstrap(resamples, seed)
+    data = None
+    if as_json or figures or table:  # one analysis feeds the JSON, the figures and the table
+        data = build_report(views, resamples=resamples, seed=seed)
+    _show(read, data, boot, as_json=as_json, table=table)
+    # With JSON or a table on stdout, what was written is said on stderr.
+    log = err() if (as_json or table is not None) else out()
     if figures is not None and data is not None:
-        try:
-            paths = write_figures(data["figures"], figures)
-        except (FigureExportError, OSError) as e:
-            raise _fail(f"--figures {figures}: {e}") from None
-        log.print(f"figures: {len(paths)} files in {figures}")
+        _write_figures(data, figures, log)
     if atif:
-        from evoround.reports import export_atif
-
-        n = sum(len(export_atif(v)) for v in views)
-        log.print(f"ATIF: {n} trajectory.atif.json files written beside trajectory.jsonl")
+        _write_atif(views, log)
     if not no_html:
-        path = write_html_report(views, html or default_html_path(run_dirs), **opts)
+        from evoround.reports import write_html_report
+
+        path = write_html_report(
+            views, html or default_html_path(run_dirs), resamples=resamples, seed=seed
+        )
         log.print(f"report: {path}")
 
 
@@ -178,8 +242,13 @@ def regrade(
 
     Writes results.regraded.jsonl and regrade.diff.json beside results.jsonl.
     """
+    from rich.table import Table
+
     from evoround.engine import regrade_job, regraded_view
+    from evoround.reports import pct
+    from evoround.results import NotAJobDir, load_job
     from evoround.snapshots import SnapshotStore
+    from evoround.tasks import TaskFormatError
 
     try:
         before = load_job(run_dir)
@@ -187,7 +256,7 @@ def regrade(
             run_dir, tasks=tasks, store=SnapshotStore(store) if store is not None else None
         )
     except (NotAJobDir, TaskFormatError) as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if as_json:
         print(json.dumps(rep.model_dump(mode="json"), indent=2))
         return
@@ -195,25 +264,24 @@ def regrade(
     for col in ("task", "run", "round", "before", "after", "failing tests now"):
         table.add_column(col)
     for f in rep.flipped:
-        table.add_row(
-            f.task, f"{f.mode}-{f.attempt:02d}", str(f.round), f.before, f.after,
-            "\n".join(f.failing_tests[:5]),
-        )  # fmt: skip
-    out.print(table)
+        failing = "\n".join(f.failing_tests[:5])
+        table.add_row(f.task, f"{f.mode}-{f.attempt:02d}", str(f.round), f.before, f.after, failing)
+    console = out()
+    console.print(table)
     m0, m1 = before.metrics(), regraded_view(run_dir).metrics()
-    out.print(
+    console.print(
         f"regraded {rep.regraded} rounds, {rep.unchanged} unchanged, {len(rep.flipped)} flipped; "
         f"MT@k {pct(m0.mt_at_k)} -> {pct(m1.mt_at_k)}, SR {pct(m0.sr)} -> {pct(m1.sr)}"
     )
     for name, (a, b) in rep.task_digests.items():
-        out.print(f"task {name} changed: digest {a[:12]} -> {b[:12]}")
+        console.print(f"task {name} changed: digest {a[:12]} -> {b[:12]}")
     for line in rep.truncated:
-        out.print(f"[yellow]dropped by fail-stop:[/] {line}")
+        console.print(f"[yellow]dropped by fail-stop:[/] {line}")
     for line in rep.incomplete:
-        out.print(f"[yellow]now passes, later rounds never ran:[/] {line}")
+        console.print(f"[yellow]now passes, later rounds never ran:[/] {line}")
     for line in rep.skipped:
-        out.print(f"[red]not regraded:[/] {line}")
-    out.print(f"results: {rep.results}\ndiff: {rep.diff}")
+        console.print(f"[red]not regraded:[/] {line}")
+    console.print(f"results: {rep.results}\ndiff: {rep.diff}")
 
 
 @app.command(rich_help_panel="Analyse")
@@ -236,8 +304,8 @@ def compare(
     try:
         diff = compare_jobs(view_a, view_b, resamples=resamples, seed=seed, k=k)
     except CompareError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if as_json:
         print(json.dumps(diff.model_dump(mode="json"), indent=2))
     else:
-        out.print(compare_tables(diff))
+        out().print(compare_tables(diff))

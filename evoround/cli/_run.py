@@ -1,30 +1,31 @@
-"""``evoround run`` and ``demo``: options, resuming a job from its config lock, progress."""
+"""``evoround run`` and ``demo``: a run in four phases, and the demo that runs five agents.
+
+``run`` parses its command line into one :class:`evoround.api.RunRequest`, lets the library
+decide it (a ``--resume`` is reconciled with the job's config lock there, as for
+:func:`evoround.api.run` callers), checks what only a command line can get wrong, runs it
+with the live display and prints the report. Nothing here computes a result.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
 
-from evoround import api
-from evoround.api import EXIT_INTERRUPTED, EXIT_NOT_EVALUATED, RunResult
 from evoround.cli._app import (
     ImageMapOpt,
     ModeChoice,
-    _fail,
-    _from_job_json,
-    _given,
-    _job_config,
-    _locked,
-    _modes,
     app,
     err,
+    fail,
+    given,
+    modes_of,
     out,
     parse_image_map,
     parse_window,
@@ -46,92 +47,328 @@ from evoround.cli._checks import (
     resume_command,
     select_tasks,
 )
-from evoround.cli._live import ProgressObserver, _progress
-from evoround.engine import JobConfigMismatch, JobObserver, default_job_name
-from evoround.reports import job_json, print_report
-from evoround.results import load_job
-from evoround.sandboxes import docker_reachable
-from evoround.scaffolds import MODEL_AGENTS, ModelOptions, is_model_agent
-from evoround.tasks import Task, TaskFormatError, library_path
-from evoround.verifiers.checklist import JudgeConfig
+from evoround.cli._run_options import (
+    AgentOpt,
+    ApiBaseOpt,
+    AsJsonOpt,
+    AttemptsOpt,
+    ConcurrencyOpt,
+    DebugOpt,
+    ExcludeOpt,
+    ExecutorOpt,
+    GraceOpt,
+    JobNameOpt,
+    JudgeApiBaseOpt,
+    JudgeModelArgOpt,
+    JudgeModelOpt,
+    JudgeReasoningEffortOpt,
+    JudgeTemperatureOpt,
+    JudgeVotesOpt,
+    KeepSnapshotsOpt,
+    LimitOpt,
+    MaxContainersOpt,
+    MaxCostOpt,
+    MaxErrorRateOpt,
+    MaxImageBuildsOpt,
+    MaxModelConnectionsOpt,
+    MaxStepsOpt,
+    MaxTokensOpt,
+    MaxTokensTotalOpt,
+    ModelArgOpt,
+    ModelOpt,
+    ModeOpt,
+    OnFailOpt,
+    OutDirOpt,
+    ProxyOpt,
+    RayAddressOpt,
+    ReasoningEffortOpt,
+    ResumeOpt,
+    RetryFailedOpt,
+    RetryOnErrorOpt,
+    RoundsOpt,
+    RunFlags,
+    SandboxOpt,
+    ScriptOpt,
+    TaskNamesOpt,
+    TasksArg,
+    TemperatureOpt,
+    VerboseOpt,
+)
 
 if TYPE_CHECKING:
+    from evoround.api import RunRequest, RunResult
     from evoround.engine import RunOptions
+    from evoround.scaffolds import ModelOptions
     from evoround.scaffolds.proxy import ModelProxy
+    from evoround.tasks import Task
+
+# The enums the option declarations name stay importable from here, as before.
+__all__ = ["ExecutorChoice", "OnFailChoice", "ReasoningEffort", "demo", "run"]
 
 
-def _run_one(
-    task_paths: list[Path],
-    agent: str,
-    script: Path | None,
-    attempts: int,
-    mode: ModeChoice,
-    sandbox: str,
-    job_dir: Path,
-    progress: Progress,
-    judge: JudgeConfig | None = None,
-    keep_snapshots: bool = False,
-    options: RunOptions | None = None,
-    observer: JobObserver | None = None,
-    models: ModelOptions | None = None,
-    proxy: bool = False,
-    on_fail: str = "stop",
-    base_image_map: dict[str, str] | None = None,
-    rounds_window: tuple[int, int | None] | None = None,
-    select: Callable[[list[Task]], list[Task]] | None = None,
-) -> RunResult:
-    """The CLI's run is the library's :func:`evoround.api.run` with its options checked."""
-    tasks = api.load_tasks(task_paths)
-    if select is not None:
-        tasks = select(tasks)
-    check_task_rules(tasks)
-    return api.run(
-        tasks,
-        agent=agent,
-        out=job_dir.parent,
-        job=job_dir.name,
-        attempts=attempts,
-        modes=[m.value for m in _modes(mode)],  # type: ignore[misc]
-        sandbox=sandbox,  # type: ignore[arg-type]
-        script=script,
-        model=models,
-        judge=judge,
-        options=options,
-        observer=observer or ProgressObserver(progress, agent),
-        proxy=(lambda m, d: _start_proxy(agent, m, d)) if proxy else None,
-        keep_snapshots=keep_snapshots,
-        on_fail=on_fail,  # type: ignore[arg-type]
-        base_image_map=base_image_map,
-        rounds_window=rounds_window,
+def library_path() -> Path:
+    """The bundled task library (the tasks room is imported when a command runs)."""
+    from evoround.tasks import library_path as bundled
+
+    return bundled()
+
+
+@app.command(rich_help_panel="Evaluate")
+def run(
+    ctx: typer.Context,
+    tasks: TasksArg = None,
+    agent: AgentOpt = "oracle",
+    task_names: TaskNamesOpt = None,
+    exclude: ExcludeOpt = None,
+    limit: LimitOpt = None,
+    script: ScriptOpt = None,
+    model: ModelOpt = None,
+    api_base: ApiBaseOpt = None,
+    max_steps: MaxStepsOpt = 50,
+    max_tokens: MaxTokensOpt = None,
+    temperature: TemperatureOpt = None,
+    reasoning_effort: ReasoningEffortOpt = None,
+    model_arg: ModelArgOpt = None,
+    proxy: ProxyOpt = False,
+    attempts: AttemptsOpt = 1,
+    mode: ModeOpt = ModeChoice.both,
+    sandbox: SandboxOpt = None,
+    keep_snapshots: KeepSnapshotsOpt = False,
+    out_dir: OutDirOpt = Path("runs"),
+    job_name: JobNameOpt = None,
+    as_json: AsJsonOpt = False,
+    judge_model: JudgeModelOpt = None,
+    judge_api_base: JudgeApiBaseOpt = None,
+    judge_votes: JudgeVotesOpt = 1,
+    judge_temperature: JudgeTemperatureOpt = None,
+    judge_reasoning_effort: JudgeReasoningEffortOpt = None,
+    judge_model_arg: JudgeModelArgOpt = None,
+    resume: ResumeOpt = None,
+    retry_failed: RetryFailedOpt = None,
+    concurrency: ConcurrencyOpt = 1,
+    max_containers: MaxContainersOpt = None,
+    max_image_builds: MaxImageBuildsOpt = 1,
+    max_model_connections: MaxModelConnectionsOpt = None,
+    grace: GraceOpt = 30.0,
+    retry_on_error: RetryOnErrorOpt = None,
+    max_error_rate: MaxErrorRateOpt = 0.0,
+    executor: ExecutorOpt = ExecutorChoice.local,
+    on_fail: OnFailOpt = OnFailChoice.stop,
+    base_image_map: ImageMapOpt = None,
+    rounds: RoundsOpt = None,
+    ray_address: RayAddressOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_tokens_total: MaxTokensTotalOpt = None,
+    verbose: VerboseOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Run an agent on tasks and print the report. Results stream to OUT/JOB/results.jsonl.
+
+    Exit codes: 0 every attempt was evaluated (whatever the score); 1 the job finished but
+    some rounds could not be evaluated (infra, model_api, judge errors; stderr says how
+    many and why); 2 usage or task error, nothing ran; 130 interrupted (resumable).
+    """
+    params = {k: v for k, v in locals().items() if k != "ctx"}  # the options, as converted
+    flags = RunFlags(**params, typed=frozenset(n for n in params if given(ctx, n)))
+    console = err()  # shared by the live display and the log, so log lines print above it
+    setup_logging(verbose, debug, console)
+    request = _decided(_asked(flags), flags)
+    result = _execute(request, flags, console)
+    _print_result(request, flags, result)
+    code = _exit_code(request, flags, result, console)
+    if code:
+        raise typer.Exit(code)
+
+
+def _asked(flags: RunFlags) -> RunRequest:
+    """Phase 1, parse: the command line as the library's request. On ``--resume`` an option
+    left at its default is not given (None), so the job's recorded value is used."""
+    from evoround.api import RunRequest
+
+    image_map = parse_image_map(flags.base_image_map)
+    window = parse_window(flags.rounds)
+    continued = flags.retry_failed or flags.resume
+    if continued is not None:
+        _check_resume_options(flags)
+    model_args, judge_args = _sampling_args(flags)
+
+    def typed(name: str, value: Any) -> Any:
+        return value if continued is None or name in flags.typed else None
+
+    return RunRequest(
+        tasks=tuple(flags.tasks or ()),
+        agent=typed("agent", flags.agent),
+        script=flags.script,
+        out=flags.out_dir,
+        job=flags.job_name,
+        resume=continued,
+        attempts=typed("attempts", flags.attempts),
+        modes=typed("mode", tuple(modes_of(flags.mode))),
+        sandbox=flags.sandbox.value if flags.sandbox is not None else None,
+        model=flags.model,
+        api_base=flags.api_base,
+        max_steps=typed("max_steps", flags.max_steps),
+        max_tokens=flags.max_tokens,
+        model_args=model_args,
+        judge_model=flags.judge_model,
+        judge_api_base=flags.judge_api_base,
+        judge_votes=typed("judge_votes", flags.judge_votes),
+        judge_model_args=judge_args,
+        on_fail=typed("on_fail", flags.on_fail.value),
+        base_image_map=typed("base_image_map", image_map),
+        rounds_window=window,
+        keep_snapshots=flags.keep_snapshots,
+        options=_run_options(flags),
     )
 
 
-def _positive_budget(value: float | None) -> float | None:
-    if value is not None and not value > 0:  # NaN too
-        raise typer.BadParameter("a budget in USD must be > 0")
-    return value
-
-
-def _check_resume_options(
-    ctx: typer.Context, resume: Path | None, retry_failed: Path | None
-) -> None:
+def _check_resume_options(flags: RunFlags) -> None:
     """A --resume names its job folder: a second name for it would be silently ignored."""
-    if resume is not None and retry_failed is not None:
-        raise _fail("--resume and --retry-failed both name a job: give one")
-    flag = "--resume" if resume is not None else "--retry-failed"
+    if flags.resume is not None and flags.retry_failed is not None:
+        raise fail("--resume and --retry-failed both name a job: give one")
+    flag = "--resume" if flags.resume is not None else "--retry-failed"
     for name, opt in (("job_name", "--job"), ("out_dir", "--out")):
-        if _given(ctx, name):
-            raise _fail(f"{opt} cannot be combined with {flag}: the job folder is {flag}'s")
+        if name in flags.typed:
+            raise fail(f"{opt} cannot be combined with {flag}: the job folder is {flag}'s")
 
 
-def _start_proxy(agent: str, models: ModelOptions | None, job_dir: Path) -> ModelProxy:
+def _sampling_args(flags: RunFlags) -> tuple[dict[str, object], dict[str, object]]:
+    """``--temperature``/``--reasoning-effort``/``--model-arg`` and the judge's, parsed."""
+    try:
+        model_args = parse_model_args(
+            flags.temperature, flags.reasoning_effort, flags.model_arg or []
+        )
+        judge_args = parse_model_args(
+            flags.judge_temperature,
+            flags.judge_reasoning_effort,
+            flags.judge_model_arg or [],
+            "--judge-model-arg",
+        )
+    except UsageError as e:
+        raise fail(str(e)) from None
+    return model_args, judge_args
+
+
+def _run_options(flags: RunFlags) -> RunOptions:
+    """How the job executes: concurrency, retries, limits, budgets (never locked)."""
+    from evoround.engine import RunOptions
+
+    return RunOptions(
+        concurrency=flags.concurrency,
+        grace_sec=flags.grace,
+        retry_failed=flags.retry_failed is not None,
+        retries=flags.retry_on_error,
+        executor=flags.executor.value,
+        ray_address=flags.ray_address,
+        max_containers=flags.max_containers,
+        max_image_builds=flags.max_image_builds,
+        max_model_connections=flags.max_model_connections,
+        max_cost_usd=flags.max_cost,
+        max_tokens_total=flags.max_tokens_total,
+    )
+
+
+def _decided(asked: RunRequest, flags: RunFlags) -> RunRequest:
+    """Phase 2, decide: the library fills what was not given (from the job's lock on
+    ``--resume``), then every check that needs no agent runs, before anything is written."""
+    from evoround import api
+    from evoround.sandboxes import docker_reachable
+    from evoround.scaffolds import is_model_agent
+
+    try:
+        request = api.resolve(asked)
+    except api.ResumeError as e:
+        raise fail(str(e)) from None
+    agent = request.agent or "oracle"
+    sandbox = request.sandbox or ("docker" if is_model_agent(agent) else "local")
+    try:
+        check_run_options(
+            agent=agent,
+            script=request.script,
+            model=request.model,
+            api_base=request.api_base,
+            max_tokens=request.max_tokens,
+            proxy=flags.proxy,
+            sandbox=sandbox,
+            executor=flags.executor.value,
+            judge_model=request.judge_model,
+            judge_api_base=request.judge_api_base,
+            out_dir=request.out,
+            job_name=request.job if asked.resume is not None else asked.job,
+            given=_given_options(request, flags),
+        )
+        sandbox = choose_sandbox(agent, request.sandbox, docker_reachable)
+        if sandbox == "local":
+            check_isolation()
+    except UsageError as e:
+        raise fail(str(e)) from None
+    return replace(request, sandbox=sandbox, tasks=request.tasks or (library_path(),))
+
+
+def _given_options(request: RunRequest, flags: RunFlags) -> dict[str, object]:
+    """Options whose meaning depends on another option: their value when given, else None
+    (sampling arguments as decided: a resumed model agent's recorded ones count)."""
+
+    def typed(name: str) -> object:
+        return getattr(flags, name) if name in flags.typed else None
+
+    return {
+        "model_args": request.model_args or None,
+        "max_cost": flags.max_cost,
+        "judge_model_args": request.judge_model_args or None,
+        "judge_api_base": typed("judge_api_base"),
+        "judge_votes": typed("judge_votes"),
+        "max_steps": typed("max_steps"),
+        "ray_address": typed("ray_address"),
+        "keep_snapshots": typed("keep_snapshots") or None,
+    }
+
+
+def _execute(request: RunRequest, flags: RunFlags, console: Console) -> RunResult:
+    """Phase 3, run: the job with the live display; Ctrl-C or SIGTERM ends it resumable."""
+    from evoround import api
+    from evoround.cli._live import LiveObserver
+    from evoround.engine import JobConfigMismatch
+    from evoround.scaffolds import is_model_agent
+    from evoround.scaffolds.proxy import ProxyError
+    from evoround.tasks import TaskFormatError
+
+    agent = request.agent or "oracle"
+    trusted = request.sandbox == "local" and is_model_agent(agent)
+    live = LiveObserver(console, agent, LOCAL_TRUSTED_NOTE.format(agent=agent) if trusted else None)
+    proxy = (lambda m, d: _start_proxy(agent, m, d, console)) if flags.proxy else None
+    try:
+        return api.run_request(
+            request, observer=live, select=lambda ts: _selected(ts, flags), proxy=proxy
+        )
+    except (TaskFormatError, JobConfigMismatch, ValueError, ProxyError) as e:
+        raise fail(str(e), console=console) from None
+    except KeyboardInterrupt:
+        _interrupted(request.job_dir, flags, console)
+    finally:
+        live.close()
+
+
+def _selected(tasks: list[Task], flags: RunFlags) -> list[Task]:
+    """``-t/--task``, ``--exclude`` and ``--limit``, then the rule names of what is left."""
+    chosen = select_tasks(tasks, flags.task_names or [], flags.exclude or [], flags.limit)
+    check_task_rules(chosen)
+    return chosen
+
+
+def _start_proxy(
+    agent: str, models: ModelOptions | None, job_dir: Path, console: Console
+) -> ModelProxy:
     """The job's LiteLLM proxy, started (``--proxy``); the caller closes it."""
+    from evoround.scaffolds import MODEL_AGENTS
     from evoround.scaffolds.proxy import ModelProxy
 
     if agent not in MODEL_AGENTS or models is None or not models.model:
-        raise ValueError(f"--proxy records model calls: it needs a model agent and --model "
-                         f"(one of {', '.join(MODEL_AGENTS)})")  # fmt: skip
-    err.print("[dim]starting the LiteLLM proxy (--proxy)...[/]")
+        raise ValueError(
+            "--proxy records model calls: it needs a model agent and --model "
+            f"(one of {', '.join(MODEL_AGENTS)})"
+        )
+    console.print("[dim]starting the LiteLLM proxy (--proxy)...[/]")
     return ModelProxy(
         workdir=job_dir.resolve() / "proxy",  # the proxy runs in its own directory
         model=models.model,
@@ -141,390 +378,79 @@ def _start_proxy(agent: str, models: ModelOptions | None, job_dir: Path) -> Mode
     ).start()
 
 
-AgentOpt = Annotated[
-    str,
-    typer.Option(
-        "--agent",
-        "-a",
-        help="oracle | nop | scripted (with --script) | scripted:NAME (bundled script) | "
-        "evoround-agent | claude-code | mini-swe-agent (with --model) | harbor:NAME or "
-        "harbor:module:Class (Harbor's agents, e.g. harbor:terminus-2; `evoround install-harbor "
-        "--agents` lists them and which cannot continue a session across rounds).",
-    ),
-]
-
-
-@app.command(rich_help_panel="Evaluate")
-def run(
-    ctx: typer.Context,
-    tasks: Annotated[
-        list[Path] | None,
-        typer.Argument(help="Task directories or folders of tasks. Default: the bundled library."),
-    ] = None,
-    agent: AgentOpt = "oracle",
-    task_names: Annotated[
-        list[str] | None,
-        typer.Option("--task", "-t", help="Only these tasks: a name or a glob (repeatable)."),
-    ] = None,
-    exclude: Annotated[
-        list[str] | None,
-        typer.Option(help="Leave out these tasks: a name or a glob (repeatable)."),
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option(min=1, help="At most this many tasks (after -t/--exclude).")
-    ] = None,
-    script: Annotated[Path | None, typer.Option(help="YAML script for --agent scripted.")] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(help="Model of a model-backed agent (litellm name, e.g. openai/gpt-4o)."),
-    ] = None,
-    api_base: Annotated[
-        str | None,
-        typer.Option(help="Model endpoint (provider, LiteLLM proxy or `evoround replay-server`)."),
-    ] = None,
-    max_steps: Annotated[int, typer.Option(min=1, help="Model calls per round (agents).")] = 50,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option(min=1, help="Total tokens per round (evoround-agent; default: no limit)."),
-    ] = None,
-    temperature: Annotated[
-        float | None,
-        typer.Option(min=0.0, max=2.0, help="Sampling temperature (litellm agents)."),
-    ] = None,
-    reasoning_effort: Annotated[
-        ReasoningEffort | None, typer.Option(help="Reasoning effort (litellm agents).")
-    ] = None,
-    model_arg: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Any other litellm argument with every model call, KEY=VALUE (JSON values "
-            "parsed; repeatable), e.g. top_p=0.9. Locked in job.json like --model."
-        ),
-    ] = None,
-    proxy: Annotated[
-        bool,
-        typer.Option(
-            "--proxy",
-            help="Route the agent's model calls through a LiteLLM proxy on loopback that "
-            "records every call (failed ones too) with its round and token usage: "
-            "round-NN/model_calls.jsonl and model_call events in the trajectory. "
-            "First use installs the proxy into $EVOROUND_HOME/tools (needs PyPI).",
-        ),
-    ] = False,
-    attempts: Annotated[
-        int, typer.Option("--attempts", "-k", min=1, help="Attempts per task.")
-    ] = 1,
-    mode: Annotated[
-        ModeChoice, typer.Option(help="mt: persistent, fail-stop; sr: each round from reference.")
-    ] = ModeChoice.both,
-    sandbox: Annotated[
-        SandboxChoice | None,
-        typer.Option(
-            help="Where attempts run (local: a folder, trusted agents). Default: docker for "
-            "model-backed agents, local for scripted, oracle and nop."
-        ),
-    ] = None,
-    keep_snapshots: Annotated[
-        bool, typer.Option(help="Docker: keep agent snapshot images for inspection.")
-    ] = False,
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder that holds job folders.")] = Path(
-        "runs"
-    ),
-    job_name: Annotated[
-        str | None,
-        typer.Option(
-            "--job", help="Job folder name; an existing job with the same config resumes."
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(
-            help="litellm model for judge checks (e.g. openai/gpt-4o-mini). Without it judge "
-            "checks score 'error' and are left out of CSR/ISR."
-        ),
-    ] = None,
-    judge_api_base: Annotated[
-        str | None, typer.Option(help="API base URL of the judge model (e.g. a replay server).")
-    ] = None,
-    judge_votes: Annotated[int, typer.Option(min=1, help="Judge votes per check (majority).")] = 1,
-    judge_temperature: Annotated[
-        float | None,
-        typer.Option(min=0.0, max=2.0, help="Sampling temperature of the judge (default 0)."),
-    ] = None,
-    judge_reasoning_effort: Annotated[
-        ReasoningEffort | None, typer.Option(help="Reasoning effort of the judge model.")
-    ] = None,
-    judge_model_arg: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Any other litellm argument with every judge call, KEY=VALUE (repeatable). "
-            "Locked in job.json like --judge-model."
-        ),
-    ] = None,
-    resume: Annotated[
-        Path | None,
-        typer.Option(
-            help="Continue the job in this folder: options not given come from its job.json; "
-            "a different config is refused with a diff. Interrupted attempts continue from "
-            "their last recorded round."
-        ),
-    ] = None,
-    retry_failed: Annotated[
-        Path | None,
-        typer.Option(help="Like --resume, and re-run the attempts that ended in infra failures."),
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", "-j", min=1, help="Attempts running at once.")
-    ] = 1,
-    max_containers: Annotated[
-        int | None,
-        typer.Option(min=1, help="Attempts holding a live sandbox at once (default: -j)."),
-    ] = None,
-    max_image_builds: Annotated[int, typer.Option(min=1, help="Image builds at once.")] = 1,
-    max_model_connections: Annotated[
-        int | None, typer.Option(min=1, help="Model API calls in flight at once.")
-    ] = None,
-    grace: Annotated[
-        float,
-        typer.Option(min=0, help="Seconds running rounds get to finish after Ctrl-C/SIGTERM."),
-    ] = 30.0,
-    retry_on_error: Annotated[
-        int | None,
-        typer.Option(
-            min=0,
-            help="Retries of an attempt after an infra failure, continuing from its last "
-            "recorded round (default: $EVOROUND_INFRA_RETRIES or 3).",
-        ),
-    ] = None,
-    max_error_rate: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Exit 0 while at most this fraction of rounds could not be evaluated "
-            "(infra, model_api, judge errors); a job with no evaluated round exits 1 always.",
-        ),
-    ] = 0.0,
-    executor: Annotated[
-        ExecutorChoice, typer.Option(help="local (threads) or ray (needs the ray extra).")
-    ] = ExecutorChoice.local,
-    on_fail: Annotated[
-        OnFailChoice,
-        typer.Option(
-            help="MT after a failed round: stop (fail-stop, the paper's MT@k) | continue "
-            "(EvoCode-Bench's current runner: later rounds run in the same workspace and "
-            "session). Recorded in job.json."
-        ),
-    ] = OnFailChoice.stop,
-    base_image_map: ImageMapOpt = None,
-    rounds: Annotated[
-        str | None,
-        typer.Option(
-            "--rounds",
-            help="A-B (or A-, or A): run rounds A..B only. MT attempts start from the "
-            "reference state after round A-1 (earlier rounds fast-forwarded) and are "
-            "persistent within the window; metrics cover the window. Recorded in job.json.",
-        ),
-    ] = None,
-    ray_address: Annotated[
-        str | None, typer.Option(help="Ray cluster address (e.g. 127.0.0.1:6379).")
-    ] = None,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(
-            callback=lambda v: _positive_budget(v),
-            help="Budget in USD (litellm's price map): start no new round once the job's "
-            "rounds cost this much; finished rounds are kept, exit 1, resumable with a "
-            "higher budget. The model must have a price.",
-        ),
-    ] = None,
-    max_tokens_total: Annotated[
-        int | None,
-        typer.Option(
-            min=1, help="Budget in tokens over the whole job (like --max-cost, in tokens)."
-        ),
-    ] = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show the engine's log (INFO) on stderr.")
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="The engine's DEBUG log and tracebacks of bugs.")
-    ] = False,
-) -> None:
-    """Run an agent on tasks and print the report. Results stream to OUT/JOB/results.jsonl.
-
-    Exit codes: 0 every attempt was evaluated (whatever the score); 1 the job finished but
-    some rounds could not be evaluated (infra, model_api, judge errors; stderr says how
-    many and why); 2 usage or task error, nothing ran; 130 interrupted (resumable).
-    """
-    from evoround.cli._live import LiveObserver
-    from evoround.engine import RunOptions
-    from evoround.scaffolds.proxy import ProxyError
-
-    setup_logging(verbose, debug)
-    on_fail = str(getattr(on_fail, "value", on_fail))  # type: ignore[assignment]
-    image_map = parse_image_map(base_image_map)
-    window = parse_window(rounds)
-    existing_job = retry_failed or resume
-    if existing_job is not None:
-        _check_resume_options(ctx, resume, retry_failed)
-        cfg = _job_config(existing_job)
-        tasks, agent, attempts, mode, sandbox = _from_job_json(
-            ctx, cfg, tasks, agent, attempts, mode, sandbox
-        )
-        lock = existing_job / "job.json"
-        if is_model_agent(agent):  # a model-free agent ignores (and records no) model options
-            model = _locked(ctx, cfg, lock, "model", model)
-            api_base = _locked(ctx, cfg, lock, "api_base", api_base)
-            max_steps = _locked(ctx, cfg, lock, "max_steps", max_steps)
-        judge_model = _locked(ctx, cfg, lock, "judge_model", judge_model)
-        recorded_args = cfg.model_args or {}
-        judge_api_base = _locked(ctx, cfg, lock, "judge_api_base", judge_api_base)
-        judge_votes = _locked(ctx, cfg, lock, "judge_votes", judge_votes)
-        on_fail = _locked(ctx, cfg, lock, "on_fail", on_fail)
-        image_map = _locked(ctx, cfg, lock, "base_image_map", image_map)
-        recorded_window = tuple(cfg.rounds_window) if cfg.rounds_window else None
-        if rounds is not None and window != recorded_window:
-            raise _fail(f"--rounds {rounds} differs from the window recorded in {lock}")
-        window = recorded_window  # type: ignore[assignment]
-        out_dir, job_name = existing_job.parent, existing_job.name
-        if cfg.script_digest and script is None:
-            raise _fail(
-                f"{lock} was run with --agent scripted and a script (sha256 "
-                f"{cfg.script_digest[:12]}...): pass the same --script PATH to resume"
-            )
-    try:
-        model_args = parse_model_args(temperature, reasoning_effort, model_arg or [])
-        judge_args = parse_model_args(
-            judge_temperature, judge_reasoning_effort, judge_model_arg or [], "--judge-model-arg"
-        )
-    except UsageError as e:
-        raise _fail(str(e)) from None
-    if existing_job is not None and judge_model:
-        recorded_judge = cfg.judge_model_args or {}
-        if not judge_args:
-            judge_args = recorded_judge  # resumed judge checks sample as the recorded ones
-        elif judge_args != recorded_judge:
-            raise _fail(
-                f"judge settings {judge_args} differ from the {recorded_judge} recorded in "
-                f"{existing_job / 'job.json'}; leave them out to resume, or start a new --job"
-            )
-    if existing_job is not None and agent in MODEL_AGENTS:
-        if not model_args:
-            model_args = recorded_args  # resumed rounds sample as the recorded ones did
-        elif model_args != recorded_args:
-            raise _fail(
-                f"model settings {model_args} differ from the {recorded_args} recorded in "
-                f"{existing_job / 'job.json'}; leave them out to resume, or start a new --job"
-            )
-    sandbox = getattr(sandbox, "value", sandbox)  # type: ignore[assignment]
-    executor = str(getattr(executor, "value", executor))
-    given = {"model_args": model_args or None, "max_cost": max_cost,
-             "judge_model_args": judge_args or None}  # fmt: skip
-    given |= {n: (v if _given(ctx, n) else None) for n, v in
-             (("judge_api_base", judge_api_base), ("judge_votes", judge_votes),
-              ("max_steps", max_steps), ("ray_address", ray_address),
-              ("keep_snapshots", keep_snapshots or None))}  # fmt: skip
-    try:
-        check_run_options(
-            agent=agent, script=script, model=model, api_base=api_base, max_tokens=max_tokens,
-            proxy=proxy, sandbox=sandbox or ("docker" if is_model_agent(agent) else "local"),
-            executor=executor, judge_model=judge_model,
-            judge_api_base=judge_api_base, out_dir=out_dir, job_name=job_name, given=given,
-        )  # fmt: skip
-        sandbox = choose_sandbox(agent, sandbox, docker_reachable)
-        if sandbox == "local":
-            check_isolation()
-    except UsageError as e:
-        raise _fail(str(e)) from None
-    options = RunOptions(
-        concurrency=concurrency,
-        grace_sec=grace,
-        retry_failed=retry_failed is not None,
-        retries=retry_on_error,
-        executor=executor,
-        ray_address=ray_address,
-        max_containers=max_containers,
-        max_image_builds=max_image_builds,
-        max_model_connections=max_model_connections,
-        max_cost_usd=max_cost,
-        max_tokens_total=max_tokens_total,
+def _again(job_dir: Path, flags: RunFlags) -> str:
+    """The command that continues this job (options that shape how it runs, repeated)."""
+    return resume_command(
+        job_dir,
+        script=flags.script,
+        proxy=flags.proxy,
+        executor=flags.executor.value,
+        ray_address=flags.ray_address,
     )
-    judge = None
-    if judge_model:
-        judge = JudgeConfig(
-            model=judge_model,
-            api_base=judge_api_base,
-            votes=judge_votes,
-            temperature=float(judge_args.pop("temperature", 0.0)),  # type: ignore[arg-type]
-            model_args=judge_args,
-            cache_dir=out_dir / ".judge-cache",
-        )
-    paths = tasks or [library_path()]
-    job_dir = out_dir / (job_name or default_job_name(agent))
-    trusted = sandbox == "local" and is_model_agent(agent)
-    live = LiveObserver(err, agent, LOCAL_TRUSTED_NOTE.format(agent=agent) if trusted else None)
-    try:
-        result = _run_one(
-            paths, agent, script, attempts, mode, sandbox, job_dir, _progress(err), judge,
-            keep_snapshots, options, live,
-            ModelOptions(model=model, api_base=api_base, max_steps=max_steps,
-                         max_tokens=max_tokens, model_args=model_args), proxy, on_fail,
-            image_map, window, lambda ts: select_tasks(ts, task_names or [], exclude or [], limit),
-        )  # fmt: skip
-    except (TaskFormatError, JobConfigMismatch, ValueError, ProxyError) as e:
-        raise _fail(str(e)) from None
-    except KeyboardInterrupt:
-        if not (job_dir / "job.json").is_file():  # stopped before the job began
-            err.print("[yellow]interrupted[/] before the job started: no round was recorded")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        again = resume_command(
-            job_dir, script=script, proxy=proxy, executor=executor, ray_address=ray_address
-        )
-        err.print(
-            f"[yellow]interrupted[/]: recorded rounds are kept in "
-            f"{escape(str(job_dir))}/results.jsonl; continue with: {escape(again)}",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    finally:
-        live.close()
-    outcome = result.outcome
-    view = load_job(job_dir)
-    if as_json:
-        print(json.dumps(job_json(view), indent=2))
-    else:
-        from evoround.reports import write_html_report
 
-        print_report([view], out)
-        out.print(f"job folder: {job_dir}", markup=False, highlight=False)
-        html = write_html_report([view], job_dir / "report.html")
-        out.print(f"report: {html}", markup=False, highlight=False)
-    if str(result.cost) != "-" and not as_json:  # in --json the figure is the "cost" key
-        out.print(f"cost: {result.cost} ({result.cost.tokens} tokens)", markup=False,
-                  highlight=False)  # fmt: skip
-    code = 0
-    summary = outcome.summary()
-    if summary is not None:  # the exit-code contract: "the model was down" is not a score
-        code = outcome.code_at(max_error_rate)
-        label = "[bold red]not evaluated:[/]" if code else "[yellow]not evaluated (allowed):[/]"
-        err.print(f"{label} {escape(summary)}", highlight=False, soft_wrap=True)
-    if result.budget_stop is not None:  # partial by the user's choice: exit 1, resumable
-        again = resume_command(
-            job_dir, script=script, proxy=proxy, executor=executor, ray_address=ray_address
+
+def _interrupted(job_dir: Path, flags: RunFlags, console: Console) -> NoReturn:
+    """Ctrl-C or SIGTERM: what was recorded is kept; say how to continue (exit 130)."""
+    from evoround.api import EXIT_INTERRUPTED
+
+    if not (job_dir / "job.json").is_file():  # stopped before the job began
+        console.print("[yellow]interrupted[/] before the job started: no round was recorded")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    console.print(
+        f"[yellow]interrupted[/]: recorded rounds are kept in "
+        f"{escape(str(job_dir))}/results.jsonl; continue with: {escape(_again(job_dir, flags))}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _print_result(request: RunRequest, flags: RunFlags, result: RunResult) -> None:
+    """Phase 4, report: the job's report (or its JSON), report.html and the cost."""
+    from evoround.reports import job_json, print_report, write_html_report
+    from evoround.results import load_job
+
+    job_dir = request.job_dir
+    view = load_job(job_dir)
+    if flags.as_json:  # the cost is the JSON's "cost" key
+        print(json.dumps(job_json(view), indent=2))
+        return
+    console = out()
+    print_report([view], console)
+    console.print(f"job folder: {job_dir}", markup=False, highlight=False)
+    html = write_html_report([view], job_dir / "report.html")
+    console.print(f"report: {html}", markup=False, highlight=False)
+    if str(result.cost) != "-":
+        console.print(
+            f"cost: {result.cost} ({result.cost.tokens} tokens)", markup=False, highlight=False
         )
+
+
+def _exit_code(request: RunRequest, flags: RunFlags, result: RunResult, console: Console) -> int:
+    """The exit-code contract: "the model was down" is not a score, and a budget stop is
+    partial by the user's choice (exit 1, resumable); each says why on stderr."""
+    from evoround.api import EXIT_NOT_EVALUATED
+
+    code = 0
+    summary = result.outcome.summary()
+    if summary is not None:
+        code = result.outcome.code_at(flags.max_error_rate)
+        label = "[bold red]not evaluated:[/]" if code else "[yellow]not evaluated (allowed):[/]"
+        console.print(f"{label} {escape(summary)}", highlight=False, soft_wrap=True)
+    if result.budget_stop is not None:
+        again = _again(request.job_dir, flags)
         flag = "--max-cost USD" if "max-cost" in result.budget_stop else "--max-tokens-total N"
-        err.print(
+        console.print(
             f"[bold yellow]budget stopped the job:[/] {escape(result.budget_stop)}; finished "
             f"rounds are kept; continue with a higher budget: {escape(again)} {flag}",
             highlight=False,
             soft_wrap=True,
         )
         code = code or EXIT_NOT_EVALUATED
-    if code:
-        raise typer.Exit(code)
+    return code
+
+
+DEMO_AGENTS = ("oracle", "nop", "scripted:regressor", "scripted:stale", "scripted:decaying")
 
 
 @app.command(rich_help_panel="Evaluate")
@@ -546,42 +472,66 @@ def demo(
     try:
         check_out_dir(out_dir)
     except UsageError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     stamp = datetime.now().strftime("%Y-%m-%d__%H-%M-%S")
-    agents = ["oracle", "nop", "scripted:regressor", "scripted:stale", "scripted:decaying"]
+    job_dirs = _demo_jobs(out_dir, stamp, sandbox.value)
+    _print_demo(out_dir, stamp, job_dirs)
+
+
+def _demo_jobs(out_dir: Path, stamp: str, sandbox: str) -> list[Path]:
+    """One job per demo agent under a progress bar; Ctrl-C keeps what was recorded."""
+    from evoround import api
+    from evoround.cli._live import ProgressObserver, progress_bar
+    from evoround.tasks import TaskFormatError
+
+    console = err()
     job_dirs: list[Path] = []
     try:
-        with _progress(err) as progress:
-            for agent in agents:
+        with progress_bar(console) as progress:
+            for agent in DEMO_AGENTS:
                 job_dir = out_dir / f"{stamp}__demo__{agent.replace(':', '-')}"
-                _run_one(
-                    [library_path()],
-                    agent,
-                    None,
-                    1,
-                    ModeChoice.both,
-                    sandbox.value,
-                    job_dir,
-                    progress,
+                request = api.RunRequest(
+                    tasks=(library_path(),),
+                    agent=agent,
+                    out=out_dir,
+                    job=job_dir.name,
+                    sandbox=sandbox,
+                    modes=tuple(modes_of(ModeChoice.both)),
                 )
+                observer = ProgressObserver(progress, agent)
+                api.run_request(request, observer=observer, select=_rules_checked)
                 job_dirs.append(job_dir)
     except (TaskFormatError, ValueError) as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e), console=console) from None
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: recorded rounds are kept in the job folders")
+        console.print("[yellow]interrupted[/]: recorded rounds are kept in the job folders")
         raise typer.Exit(130) from None
+    return job_dirs
+
+
+def _rules_checked(tasks: list[Task]) -> list[Task]:
+    check_task_rules(tasks)
+    return tasks
+
+
+def _print_demo(out_dir: Path, stamp: str, job_dirs: list[Path]) -> None:
+    """Short, and the leaderboard last (it must not scroll away): the per-task tables are
+    one ``evoround report`` away and in the HTML report."""
     from evoround.cli._legend import LEGEND
     from evoround.reports import leaderboard_table, write_html_report
+    from evoround.results import load_job
 
-    # Short, and the leaderboard last (it must not scroll away): the per-task tables are
-    # one `evoround report` away and in the HTML report.
     views = [load_job(p) for p in job_dirs]
     html = write_html_report(views, out_dir / f"{stamp}__demo__report.html")
-    out.print("job folders: " + " ".join(str(p) for p in job_dirs), markup=False)
-    out.print(f"per task and round: evoround report {job_dirs[0]} (or any job folder)",
-              markup=False, highlight=False)  # fmt: skip
-    out.print(f"report: {html}", markup=False, highlight=False)
-    out.print(LEGEND, markup=False, highlight=False)
+    console = out()
+    console.print("job folders: " + " ".join(str(p) for p in job_dirs), markup=False)
+    console.print(
+        f"per task and round: evoround report {job_dirs[0]} (or any job folder)",
+        markup=False,
+        highlight=False,
+    )
+    console.print(f"report: {html}", markup=False, highlight=False)
+    console.print(LEGEND, markup=False, highlight=False)
     board = leaderboard_table(views)
     board.caption = "95% intervals and standard errors: evoround report <job folder>"
-    out.print(board)
+    console.print(board)

@@ -6,19 +6,18 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from evoround.cli._app import ImageMapOpt, _fail, app, err, out, parse_image_map
+from evoround.cli._app import ImageMapOpt, app, err, fail, out, parse_image_map
 from evoround.cli._checks import SandboxChoice, check_task_rules
-from evoround.scaffolds import BUNDLED_SCRIPTS
-from evoround.tasks import Task, TaskFormatError, library_path, load_tasks
 
 if TYPE_CHECKING:
-    pass
+    from evoround.engine import TaskValidation
+    from evoround.tasks import Task
 
 
 class ImportFormat(StrEnum):
@@ -35,13 +34,41 @@ app.add_typer(tasks_app, name="tasks")
 def _load(paths: list[Path] | None) -> list[Task]:
     """The tasks under ``paths`` (default: the library); none at all is a usage error, not
     an empty listing that a CI lint step would take for "no warnings"."""
+    from evoround.tasks import TaskFormatError, library_path, load_tasks
+
     try:
         tasks = load_tasks(paths or [library_path()])
     except TaskFormatError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if not tasks:
-        raise _fail("no tasks found in " + ", ".join(map(str, paths or [])))
+        raise fail("no tasks found in " + ", ".join(map(str, paths or [])))
     return tasks
+
+
+class _TaskRow(TypedDict):
+    """One task as ``tasks list`` shows it (and ``--json`` prints it)."""
+
+    name: str
+    rounds: int
+    activity: str
+    style: str
+    change_types: list[str]
+    retired: int
+    path: str
+    digest: str
+
+
+def _row(t: Task) -> _TaskRow:
+    return {
+        "name": t.name,
+        "rounds": t.n_rounds,
+        "activity": t.config.task.activity.value,
+        "style": t.config.task.style.value,
+        "change_types": [",".join(c.value for c in r.spec.change_types) or "-" for r in t.rounds],
+        "retired": sum(len(r.spec.retires) for r in t.rounds),
+        "path": str(t.path),
+        "digest": t.digest[:12],
+    }
 
 
 @tasks_app.command("list")
@@ -52,22 +79,7 @@ def tasks_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the tasks as JSON.")] = False,
 ) -> None:
     """List tasks with their rounds, activity and change types."""
-    tasks = _load(paths)
-    rows = [
-        {
-            "name": t.name,
-            "rounds": t.n_rounds,
-            "activity": t.config.task.activity.value,
-            "style": t.config.task.style.value,
-            "change_types": [
-                ",".join(c.value for c in r.spec.change_types) or "-" for r in t.rounds
-            ],
-            "retired": sum(len(r.spec.retires) for r in t.rounds),
-            "path": str(t.path),
-            "digest": t.digest[:12],
-        }
-        for t in tasks
-    ]
+    rows = [_row(t) for t in _load(paths)]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -83,17 +95,26 @@ def tasks_list(
             " ".join(r["change_types"]),
             str(r["retired"]),
         )
-    out.print(table)
+    out().print(table)
 
 
 @tasks_app.command("scripts")
 def tasks_scripts() -> None:
     """List the bundled scripted agents (use as --agent scripted:NAME)."""
+    from evoround.scaffolds import BUNDLED_SCRIPTS
+
     for p in sorted(BUNDLED_SCRIPTS.glob("*.yaml")):
-        out.print(p.stem)
+        out().print(p.stem)
 
 
 _MARK = {"ok": "[green]✓[/]", "fail": "[bold red]✗[/]", "warn": "[yellow]![/]", "skip": "–"}
+_SHORT = {
+    "oracle_mt": "oracle MT",
+    "oracle_sr": "SR",
+    "discriminative": "discrim.",
+    "determinism": "determ.",
+}
+"""Column titles of the validation table that would not fit as the check's name."""
 
 
 @tasks_app.command("validate")
@@ -110,58 +131,64 @@ def tasks_validate(
 ) -> None:
     """Prove tasks gradeable: oracle passes (MT, SR), nop fails, tests discriminate, no flakes,
     no leaks. Exit code 1 if any check fails."""
-    from evoround.engine import CHECKS, validate_task
-    from evoround.tasks import discover_tasks
+    from evoround.engine import validate_task
+    from evoround.tasks import TaskFormatError, discover_tasks
 
     try:
         found = discover_tasks(paths)
     except TaskFormatError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     if not found:
-        raise _fail("no tasks found in " + ", ".join(map(str, paths)))
+        raise fail("no tasks found in " + ", ".join(map(str, paths)))
     image_map = parse_image_map(base_image_map)
     reports = []
     for p in found:
         if not as_json:
-            err.print(f"validating {p} ...", highlight=False, markup=False)
+            err().print(f"validating {p} ...", highlight=False, markup=False)
         reports.append(
-            validate_task(
-                p,
-                sandbox=sandbox.value,
-                repeat=repeat,
-                base_image_map=image_map,
-            )
+            validate_task(p, sandbox=sandbox.value, repeat=repeat, base_image_map=image_map)
         )
     ok = all(r.ok for r in reports)
     if as_json:
         print(json.dumps({"ok": ok, "tasks": [r.as_dict() for r in reports]}, indent=2))
-        raise typer.Exit(0 if ok else 1)
-    for r in reports:
-        verdict = "[green]valid[/]" if r.ok else "[bold red]INVALID[/]"
-        table = Table(title=f"{r.name}: {verdict} ({r.duration_sec:.1f}s)", title_justify="left")
-        table.add_column("round", justify="right", no_wrap=True, min_width=5)
-        short = {"oracle_mt": "oracle MT", "oracle_sr": "SR", "discriminative": "discrim."}
-        short |= {"determinism": "determ."}
-        for c in CHECKS:
-            table.add_column(short.get(c, c), no_wrap=True)
-        for i in [None, *range(1, r.n_rounds + 1)] if r.n_rounds else [None]:
-            cells = []
-            for c in CHECKS:
-                st = r.cell(c, i) if i is not None else None
-                if i is None:
-                    got = [f.status for f in r.findings if f.check == c and f.round is None]
-                    st = got[0] if got else None
-                cells.append(_MARK[st.value] if st else "")
-            table.add_row("task" if i is None else str(i), *cells)
-        out.print(table)
-        for f in r.findings:
-            if f.status.value in ("fail", "warn"):
-                where = f"round {f.round}" if f.round else "task"
-                out.print(
-                    f"  {_MARK[f.status.value]} {where}: {f.check}: {escape(f.message)}",
-                    highlight=False,
-                )
+    else:
+        for r in reports:
+            _print_validation(r)
     raise typer.Exit(0 if ok else 1)
+
+
+def _print_validation(r: TaskValidation) -> None:
+    """One task's checks as a table (a row per round, one for the whole task), then what
+    failed or warned, each in one line."""
+    from evoround.engine import CHECKS
+
+    verdict = "[green]valid[/]" if r.ok else "[bold red]INVALID[/]"
+    table = Table(title=f"{r.name}: {verdict} ({r.duration_sec:.1f}s)", title_justify="left")
+    table.add_column("round", justify="right", no_wrap=True, min_width=5)
+    for c in CHECKS:
+        table.add_column(_SHORT.get(c, c), no_wrap=True)
+    for i in [None, *range(1, r.n_rounds + 1)] if r.n_rounds else [None]:
+        cells = [_cell(r, c, i) for c in CHECKS]
+        table.add_row("task" if i is None else str(i), *cells)
+    console = out()
+    console.print(table)
+    for f in r.findings:
+        if f.status.value in ("fail", "warn"):
+            where = f"round {f.round}" if f.round else "task"
+            console.print(
+                f"  {_MARK[f.status.value]} {where}: {f.check}: {escape(f.message)}",
+                highlight=False,
+            )
+
+
+def _cell(r: TaskValidation, check: str, rnd: int | None) -> str:
+    """The mark of one check in one round (``None``: the task's own row)."""
+    if rnd is not None:
+        st = r.cell(check, rnd)
+    else:
+        got = [f.status for f in r.findings if f.check == check and f.round is None]
+        st = got[0] if got else None
+    return _MARK[st.value] if st else ""
 
 
 @tasks_app.command("lint")
@@ -174,22 +201,22 @@ def tasks_lint(
 ) -> None:
     """Style warnings that are not errors: HOW-not-WHAT instructions, rounds without tests,
     missing change types, very long rounds, corrections that replace no test."""
-    from evoround.tasks import lint_task
+    from evoround.tasks import TaskFormatError, lint_task
 
     tasks = _load(paths)
     try:
         check_task_rules(tasks)
     except TaskFormatError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     found = {t.name: lint_task(t) for t in tasks}
     if as_json:
         print(json.dumps({n: [f.as_dict() for f in fs] for n, fs in found.items()}, indent=2))
     else:
         for name, fs in found.items():
-            out.print(f"[bold]{name}[/]: {len(fs) or 'no'} warning(s)")
+            out().print(f"[bold]{name}[/]: {len(fs) or 'no'} warning(s)")
             for f in fs:
                 where = f"round {f.round}" if f.round else "task"
-                out.print(f"  {f.code} {where}: {f.message}", highlight=False, markup=False)
+                out().print(f"  {f.code} {where}: {f.message}", highlight=False, markup=False)
     if strict and any(found.values()):
         raise typer.Exit(1)
 
@@ -210,8 +237,8 @@ def tasks_schema(
         try:
             output.write_text(text, encoding="utf-8")
         except OSError as e:
-            raise _fail(f"--out {str(output)!r}: cannot write: {e.strerror or e}") from None
-        err.print(f"wrote {output}")
+            raise fail(f"--out {str(output)!r}: cannot write: {e.strerror or e}") from None
+        err().print(f"wrote {output}")
 
 
 @tasks_app.command("new")
@@ -224,10 +251,10 @@ def tasks_new(
     try:
         new_task(path)
     except ValueError as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     except OSError as e:  # exists, is a file, a parent is a file, no permission
-        raise _fail(f"{e.filename or path}: {e.strerror or e}") from None
-    out.print(f"created {path}; next: evoround tasks validate {path}", markup=False)
+        raise fail(f"{e.filename or path}: {e.strerror or e}") from None
+    out().print(f"created {path}; next: evoround tasks validate {path}", markup=False)
 
 
 @tasks_app.command("import")
@@ -245,16 +272,16 @@ def tasks_import(
     try:
         results = import_tasks(source, outdir, fmt.value if fmt else None)
     except ImportError_ as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     for r in results:
-        out.print(
+        out().print(
             f"{r.source} ({r.format}, {r.n_rounds} rounds) -> {r.dest}",
             highlight=False,
             markup=False,
         )
         for note in r.notes:
-            out.print(f"  [yellow]note[/]: {escape(note)}", highlight=False)
-    out.print(
+            out().print(f"  [yellow]note[/]: {escape(note)}", highlight=False)
+    out().print(
         "next: evoround tasks validate " + " ".join(str(r.dest) for r in results), markup=False
     )
 
@@ -270,13 +297,13 @@ def tasks_import_octobench(
     try:
         results = import_octobench(source, outdir)
     except ImportError_ as e:
-        raise _fail(str(e)) from None
+        raise fail(str(e)) from None
     for r in results:
-        out.print(
+        out().print(
             f"{r.instance_id}: {r.n_rounds} rounds, {r.n_checks} judge checks -> {r.dest}",
             highlight=False,
             markup=False,
         )
         for note in r.notes:
-            out.print(f"  [yellow]note[/]: {escape(note)}", highlight=False)
-    out.print("judge checks need --judge-model (and --judge-api-base for a local server)")
+            out().print(f"  [yellow]note[/]: {escape(note)}", highlight=False)
+    out().print("judge checks need --judge-model (and --judge-api-base for a local server)")

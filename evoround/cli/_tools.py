@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Protocol, TypedDict
 
 import typer
 
-from evoround.cli._app import _fail, app, out
-
-if TYPE_CHECKING:
-    pass
+from evoround.cli._app import app, fail, out
 
 
 @app.command("replay-server", rich_help_panel="Develop")
@@ -30,33 +27,11 @@ def replay_server(
     """
     import time
 
-    from evoround.scaffolds import load_replay_script, serve
-
     if log is not None and (log.is_dir() or not log.parent.is_dir()):
         why = "is a folder" if log.is_dir() else f"{log.parent} is not a folder"
-        raise _fail(f"--log {str(log)!r}: {why} (give a file path for the JSONL log)")
-    from evoround.cli._checks import UsageError, check_script_size
-
-    try:
-        if script.is_file():
-            check_script_size("replay script", script)
-    except UsageError as e:
-        raise _fail(str(e)) from None
-    try:
-        loaded = load_replay_script(script)
-    except OSError as e:
-        raise _fail(f"{e.filename or script}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise _fail(f"{script}: {e}") from None
-    if not (loaded.rounds or loaded.answers or loaded.faults or loaded.default is not None):
-        raise _fail(f"{script}: an empty script (no rounds, answers, faults or default)")
-    try:
-        srv = serve(loaded, port=port, log_path=log)
-    except OSError as e:
-        raise _fail(f"{e.filename or script}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise _fail(f"{script}: {e}") from None
-    out.print(f"replay server: {srv.url} (OpenAI)  {srv.base_url} (Anthropic); Ctrl-C stops")
+        raise fail(f"--log {str(log)!r}: {why} (give a file path for the JSONL log)")
+    srv = _start_server(script, port, log)
+    out().print(f"replay server: {srv.url} (OpenAI)  {srv.base_url} (Anthropic); Ctrl-C stops")
     try:
         while True:
             time.sleep(3600)
@@ -64,6 +39,42 @@ def replay_server(
         pass
     finally:
         srv.close()
+
+
+class _Server(Protocol):
+    """What the command needs of the started replay server."""
+
+    url: str
+    base_url: str
+
+    def close(self) -> None: ...
+
+
+def _start_server(script: Path, port: int, log: Path | None) -> _Server:
+    """The script loaded and served; too big, unreadable, malformed or empty, a port in use
+    or an unwritable log is one line (exit 2)."""
+    from evoround.cli._checks import UsageError, check_script_size
+    from evoround.scaffolds import load_replay_script, serve
+
+    try:
+        if script.is_file():
+            check_script_size("replay script", script)
+    except UsageError as e:
+        raise fail(str(e)) from None
+    try:
+        loaded = load_replay_script(script)
+    except OSError as e:
+        raise fail(f"{e.filename or script}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise fail(f"{script}: {e}") from None
+    if not (loaded.rounds or loaded.answers or loaded.faults or loaded.default is not None):
+        raise fail(f"{script}: an empty script (no rounds, answers, faults or default)")
+    try:
+        return serve(loaded, port=port, log_path=log)
+    except OSError as e:
+        raise fail(f"{e.filename or script}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise fail(f"{script}: {e}") from None
 
 
 @app.command("install-proxy", rich_help_panel="Develop")
@@ -80,8 +91,8 @@ def install_proxy() -> None:
     try:
         python = proxy_python(evoround_home())
     except ProxyError as e:
-        raise _fail(str(e)) from None
-    out.print(f"LiteLLM proxy ready: {python}")
+        raise fail(str(e)) from None
+    out().print(f"LiteLLM proxy ready: {python}")
 
 
 @app.command("install-harbor", rich_help_panel="Develop")
@@ -114,30 +125,30 @@ def install_harbor(
     t0 = time.monotonic()
     try:
         if not settings().harbor_python:
-            res = install_harbor(home, force=force, log=lambda m: out.print(f"[dim]{m}[/]"))
+            res = install_harbor(home, force=force, log=lambda m: out().print(f"[dim]{m}[/]"))
             if res.built:
-                out.print(f"built Harbor {res.version} in {res.seconds:.0f}s: {res.root}")
+                out().print(f"built Harbor {res.version} in {res.seconds:.0f}s: {res.root}")
         bridge, info = open_bridge(harbor_runtime(home))
         try:
             catalogue = bridge.request("catalogue", timeout=300)["agents"] if agents else []
         finally:
             bridge.close()
     except HarborError as e:
-        raise _fail(str(e)) from None
-    out.print(
+        raise fail(str(e)) from None
+    out().print(
         f"Harbor {info.get('harbor')} ready (Python {info.get('python')}, bridge protocol "
         f"{info.get('protocol')}, {time.monotonic() - t0:.0f}s)"
     )
     for a in catalogue:
         if a.get("error"):
-            out.print(f"  harbor:{a['spec']:<18} unavailable: {a['error']}")
+            out().print(f"  harbor:{a['spec']:<18} unavailable: {a['error']}")
             continue
         where = (
             "in the sandbox, installs itself (needs internet there)"
             if a.get("installed")
             else "in the bridge (no install in the sandbox)"
         )
-        out.print(
+        out().print(
             f"  harbor:{a['spec']:<18} runs {where}; "
             f"{CONTINUATION_HELP.get(a.get('continuation'), '?')}"
         )
@@ -157,12 +168,40 @@ def config(
     from rich.markup import escape
     from rich.table import Table
 
+    from evoround.settings import config_files
+
+    rows = _setting_rows()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    columns = ("variable", "file key", "value", "source", "description")
+    table = Table(*columns, title="evoround settings")
+    for r in rows:
+        cells = (r["variable"], r["key"] or "-", r["value"] or "-", r["source"], r["description"])
+        table.add_row(*(escape(c) for c in cells))
+    console = out()
+    console.print(table)
+    files = ", ".join(f"{p}{'' if p.is_file() else ' (absent)'}" for p in config_files())
+    console.print(f"config files (later wins): {files}", markup=False, highlight=False)
+
+
+class _SettingRow(TypedDict):
+    """One setting as ``config`` shows it (and ``--json`` prints it)."""
+
+    variable: str
+    key: str | None
+    value: str | None
+    source: str
+    description: str
+
+
+def _setting_rows() -> list[_SettingRow]:
+    """Every setting with its value now (secrets masked) and where the value came from."""
     from evoround.settings import (
         NOT_IN_FILES,
         SECRET_FIELDS,
         Settings,
         SettingsError,
-        config_files,
         settings,
         sources,
     )
@@ -171,26 +210,17 @@ def config(
         current = settings()
         where = sources()
     except SettingsError as e:
-        raise _fail(str(e)) from None
-    rows = []
+        raise fail(str(e)) from None
+    rows: list[_SettingRow] = []
     for name, field in Settings.model_fields.items():
         value = getattr(current, name)
         shown = "***" if name in SECRET_FIELDS and value else value
-        rows.append({
+        row: _SettingRow = {
             "variable": f"EVOROUND_{name.upper()}",
             "key": None if name in NOT_IN_FILES else name,
             "value": None if shown is None else str(shown),
             "source": where[name],
             "description": field.description or "",
-        })  # fmt: skip
-    if as_json:
-        print(json.dumps(rows, indent=2))
-        return
-    table = Table("variable", "file key", "value", "source", "description",
-                  title="evoround settings")  # fmt: skip
-    for r in rows:
-        cells = (r["variable"], r["key"] or "-", r["value"] or "-", r["source"], r["description"])
-        table.add_row(*(escape(c) for c in cells))
-    out.print(table)
-    files = ", ".join(f"{p}{'' if p.is_file() else ' (absent)'}" for p in config_files())
-    out.print(f"config files (later wins): {files}", markup=False, highlight=False)
+        }
+        rows.append(row)
+    return rows

@@ -90,11 +90,31 @@ def test_resume_reuses_the_recorded_model_options(tmp_path: Path):
     # round 1 takes 3 requests; the 4th (round 2's first) hangs until the job is killed
     with serve({**SCRIPT, "faults": [{"at": 4, "delay_sec": 60}]}) as srv:
         proc = subprocess.Popen(
-            [*CLI, "run", str(COUNTER), "--agent", "evoround-agent", "--model", "openai/replay-a",
-             "--sandbox", "local", "--api-base", srv.url, "--max-steps", "7", "--mode", "mt",
-             "--out", str(tmp_path / "runs"), "--job", "j"],
-            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            [
+                *CLI,
+                "run",
+                str(COUNTER),
+                "--agent",
+                "evoround-agent",
+                "--model",
+                "openai/replay-a",
+                "--sandbox",
+                "local",
+                "--api-base",
+                srv.url,
+                "--max-steps",
+                "7",
+                "--mode",
+                "mt",
+                "--out",
+                str(tmp_path / "runs"),
+                "--job",
+                "j",
+            ],
+            env={**os.environ, **env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 60
         while proc.poll() is None and (len(srv.requests) < 4 or n_records(job) < 1):
             assert time.monotonic() < deadline, "round 2 never started"
@@ -131,8 +151,15 @@ def test_an_older_job_json_takes_the_new_model_fields(tmp_path: Path):
     from evoround.engine import JobConfigMismatch, write_job_config
     from evoround.results import JobConfig
 
-    old = {"job": "j", "agent": "evoround-agent", "model": "openai/a", "attempts": 1,
-           "modes": ["mt"], "sandbox": "local", "tasks": {}}  # fmt: skip
+    old = {
+        "job": "j",
+        "agent": "evoround-agent",
+        "model": "openai/a",
+        "attempts": 1,
+        "modes": ["mt"],
+        "sandbox": "local",
+        "tasks": {},
+    }
     (tmp_path / "job.json").write_text(json.dumps(old))
     new = JobConfig(**old, api_base="http://127.0.0.1:9/v1", max_steps=7)
     with pytest.raises(JobConfigMismatch, match="model: 'openai/a' -> 'openai/b'"):

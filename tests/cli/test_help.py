@@ -68,3 +68,29 @@ def test_import_format_choices_are_the_importers() -> None:
     from evoround.tasks.importers import FORMATS
 
     assert [f.value for f in ImportFormat] == list(FORMATS)
+
+
+def test_the_command_imports_no_engine_before_it_runs() -> None:
+    """``evoround --help`` loads typer, rich and the option declarations only: the engine,
+    Docker, numpy and httpx (seconds of imports) wait until a command runs."""
+    import os
+    import subprocess
+    import sys
+
+    heavy = ["evoround.engine", "evoround.api", "evoround.reports", "docker", "numpy", "httpx"]
+    code = f"import sys, evoround.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=120
+    )
+    assert res.returncode == 0 and res.stdout.strip() == "[]", (res.stdout, res.stderr)
+
+
+def test_defaults_written_out_for_help_are_the_rooms_own() -> None:
+    """--help shows these without importing their rooms; they must not drift apart."""
+    from evoround.cli import _docker, _export, _report
+    from evoround.reports import DEFAULT_SEED, EXPORT_FORMATS
+    from evoround.sandboxes.docker import DEFAULT_SUITE
+
+    assert _report.DEFAULT_SEED == DEFAULT_SEED
+    assert tuple(EXPORT_FORMATS) == _export.EXPORT_FORMATS
+    assert _docker.DEFAULT_SUITE == DEFAULT_SUITE
