@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from evoround.sandboxes import LocalProvider
 from evoround.sandboxes.common import (
     LEGACY_OWNER_FILE,
     OWNER_LEASE_S,
@@ -26,6 +28,7 @@ from evoround.sandboxes.common import (
 )
 from evoround.sandboxes.docker import _hostws
 from evoround.snapshots import SnapshotStore
+from evoround.tasks import load_task
 
 HERE = Here(host="node-a", machine_id="m-a", boot_id="boot-1", pid_ns="pid:[1]")
 REC = OwnerRecord(
@@ -191,3 +194,35 @@ def test_adopt_owner_of_a_removed_folder_says_so(tmp_path: Path) -> None:
     facts._known["img:/work"] = ("", (os.getuid(), os.getgid(), 0o755))
     with pytest.raises(SandboxUnavailable, match="removed while in use"):
         facts.adopt_owner("img", "/work", tmp_path / "gone" / "ws")
+
+
+DEEP = (
+    "import os\n"
+    "os.mkdir('deep'); os.chdir('deep')\n"
+    "for _ in range(20000):\n"
+    "    os.mkdir('d'); os.chdir('d')\n"
+    "os.mkfifo('p'); os.symlink('/', 'root')\n"
+)
+
+
+def test_an_agents_deep_folder_breaks_neither_close_nor_the_next_runs_sweep(
+    scratch: Path, make_task: Callable[..., Path]
+) -> None:
+    """Issue 34: an agent left a 20,000-deep folder. Its sandbox closes cleanly, and a run
+    killed with -9 (its record names a dead engine) leaves it to the next provider's sweep,
+    which completes instead of failing every later run."""
+    task = load_task(make_task())
+    store = SnapshotStore(scratch / "store")
+    parent = scratch / "sb"
+    provider = LocalProvider(store, base_dir=parent, harden=False)
+    with provider.create(task, "t/closed") as sb:
+        assert sb.exec(["python3", "-c", DEEP]).exit_code == 0
+        root = Path(sb.workdir)
+    assert not root.exists()
+    killed = provider.create(task, "t/killed")
+    assert killed.exec(["python3", "-c", DEEP]).exit_code == 0
+    record = provider.base_dir / OWNER_RECORD  # as if this engine had been killed with -9
+    me = OwnerRecord.model_validate_json(record.read_text())
+    record.write_text(me.model_copy(update={"pid": _dead_pid()}).model_dump_json())
+    LocalProvider(store, base_dir=parent, harden=False).close()
+    assert list(parent.iterdir()) == []
