@@ -95,7 +95,8 @@ def test_links_special_files_and_odd_names(scratch: Path) -> None:
     assert sorted(p.name for p in keep.iterdir()) == ["precious.txt"]
 
 
-def test_many_entries_in_one_folder(scratch: Path) -> None:
+def test_many_entries_in_one_folder(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("evoround.sandboxes.common._remove.BATCH", 1000)
     tree = scratch / "ws"
     tree.mkdir()
     for i in range(5000):

@@ -34,8 +34,10 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-BATCH = 1024
-"""Subfolder names one listing of a folder hands out (the next listing finds the rest)."""
+BATCH = 1 << 16
+"""Subfolder names one listing of a folder hands out (the next listing finds the rest): a
+folder of a million subfolders is listed some 16 times, and no more than this many names
+are held per level (never more than the tree has folders)."""
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _O_PATH = getattr(os, "O_PATH", 0)
 
