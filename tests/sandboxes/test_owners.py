@@ -226,3 +226,20 @@ def test_an_agents_deep_folder_breaks_neither_close_nor_the_next_runs_sweep(
     record.write_text(me.model_copy(update={"pid": _dead_pid()}).model_dump_json())
     LocalProvider(store, base_dir=parent, harden=False).close()
     assert list(parent.iterdir()) == []
+
+
+def test_the_heartbeat_renews_live_records_and_drops_removed_ones(tmp_path: Path) -> None:
+    from evoround.sandboxes.common import _owner
+
+    folder = tmp_path / "job-1"
+    folder.mkdir()
+    write_owner(folder)
+    record = folder / OWNER_RECORD
+    old = time.time() - 2 * OWNER_LEASE_S
+    os.utime(record, (old, old))
+    _owner._HEARTBEAT.beat()
+    assert time.time() - record.stat().st_mtime < 600
+    record.unlink()
+    folder.rmdir()
+    _owner._HEARTBEAT.beat()
+    assert record not in _owner._HEARTBEAT._paths
