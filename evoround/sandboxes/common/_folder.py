@@ -5,21 +5,20 @@ written again: :meth:`WrittenFolder.repair` removes every entry whose ``lstat`` 
 from what the host wrote (ctime included, which no one can set back) and anything new,
 then rewrites those from the store, so the folder again holds exactly the snapshot and the
 next sandbox of a child snapshot gets it by writing only what that round changed. Writes
-never go through an existing entry (it may be a hard link someone made); ``rmtree`` never
-follows links. Used by Docker host-folder workspaces and by local sandboxes (see the
-callers for when recycling is safe: nothing the sandbox ran may still be alive, and nothing
-it could reach may hold a hard link into the folder).
+never go through an existing entry (it may be a hard link someone made); a removal never
+follows links (:func:`remove_tree`). Used by Docker host-folder workspaces and by local
+sandboxes (see the callers for when recycling is safe: nothing the sandbox ran may still be
+alive, and nothing it could reach may hold a hard link into the folder).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import shutil
 import stat
 from pathlib import Path
 
+from evoround.sandboxes.common._remove import remove_tree
 from evoround.snapshots import SnapshotStore
 
 Stat = tuple[int, int, int, int, int]
@@ -99,11 +98,9 @@ class WrittenFolder:
 
     def clear(self) -> None:
         """Empty the workspace; the folder itself stays (it is the container's mount)."""
-        for child in os.scandir(self.ws):
-            if child.is_dir(follow_symlinks=False):
-                shutil.rmtree(child.path, ignore_errors=True)
-            else:
-                os.unlink(child.path)
+        with os.scandir(self.ws) as listing:
+            for child in listing:
+                remove_tree(child.path)
         self.holds = ""
 
 
@@ -137,7 +134,7 @@ class _Sweep:
             for entry in listing:
                 rel = f"{top}/{entry.name}" if top else entry.name
                 if rel not in self.kept and not self.keep(rel, Path(entry.path)):
-                    _purge(entry.path)
+                    remove_tree(entry.path)
                     again = True
                     if rel in self.stamp:
                         self.stale.add(rel)
@@ -161,12 +158,18 @@ class _Sweep:
 
 
 def _walk(root: Path) -> set[str]:
-    """Every entry under ``root`` (relative paths); links are listed, never followed."""
+    """Every entry under ``root`` (relative paths); links are listed, never followed.
+    Its own stack: ``os.walk`` recurses once per level before Python 3.12."""
     out: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        for name in dirnames + filenames:
-            out.add(name if rel == "." else f"{rel}/{name}")
+    todo = [""]
+    while todo:
+        top = todo.pop()
+        with contextlib.suppress(OSError), os.scandir(root / top if top else root) as listing:
+            for entry in listing:
+                rel = f"{top}/{entry.name}" if top else entry.name
+                out.add(rel)
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(rel)
     return out
 
 
@@ -211,51 +214,3 @@ def _reset_dir(path: Path, was: Stat | None) -> None:
 
 def _is_dir(st: Stat) -> bool:
     return stat.S_ISDIR(st[0])
-
-
-def _purge(path: str) -> None:
-    """Remove ``path`` (a folder with everything in it; a link is removed, never followed)
-    listing one folder at a time and holding no list of its entries (see :meth:`repair`)."""
-    try:
-        os.unlink(path)
-        return
-    except IsADirectoryError:
-        pass
-    except OSError:
-        if not os.path.isdir(path) or os.path.islink(path):
-            return
-    stack, failed = [path], set()
-    while stack:
-        top = stack[-1]
-        sub, removed = None, 0
-        try:
-            with os.scandir(top) as listing:
-                for entry in listing:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.path not in failed:
-                            sub = entry.path
-                            break
-                        continue
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
-                        removed += 1
-        except OSError:
-            pass
-        if sub is not None:
-            stack.append(sub)
-            continue
-        try:
-            os.rmdir(top)
-        except OSError as e:
-            if e.errno == errno.ENOTEMPTY and removed:
-                continue  # entries the listing did not show while it shrank: again
-            failed.add(top)  # cannot be emptied: left (the caller's rmtree tries later)
-        stack.pop()
-
-
-def _remove(path: Path) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)

@@ -27,8 +27,9 @@ Hostile-file safety, since the host now reads what an untrusted root process wro
   an existing entry (it may be a hard link the container made); ``rmtree`` never follows
   links.
 
-A SIGKILLed engine leaves folders that name their owner's pid; the next provider on the same
-store removes those whose owner is dead (:func:`sweep_workspaces`).
+A SIGKILLed engine leaves folders that name their owner (host, boot, pid and its start time:
+``owner.json``); the next provider on the same store removes those whose owner is provably
+dead (:func:`sweep_workspaces`), never a live engine's on another host sharing the store.
 """
 
 from __future__ import annotations
@@ -45,7 +46,13 @@ from pathlib import Path
 
 import docker.errors
 
-from evoround.sandboxes.common import OWNER_FILE, WrittenFolder, sweep_orphans
+from evoround.sandboxes.common import (
+    SandboxUnavailable,
+    WrittenFolder,
+    remove_tree,
+    sweep_orphans,
+    write_owner,
+)
 from evoround.sandboxes.docker._archive import extract_workspace
 from evoround.snapshots import Snapshot, SnapshotStore
 
@@ -138,10 +145,21 @@ class ImageFacts:
 
     def adopt_owner(self, image: str, workdir: str, folder: Path) -> None:
         """Give a host workspace the owner and mode of the image's workdir (an image that
-        runs as another user can write where it could without the bind mount)."""
+        runs as another user can write where it could without the bind mount).
+
+        A folder that is gone was removed under its owner (by an orphan sweep that took it
+        for a dead engine's, or by hand): the workspace written into it is lost, so this is
+        the sandbox's failure, said plainly; making the folder again would hand the
+        container an empty workspace as if it were the snapshot."""
         uid, gid, mode = self._get(image, workdir)[1]
-        os.chown(folder, uid, gid)
-        os.chmod(folder, mode)
+        try:
+            os.chown(folder, uid, gid)
+            os.chmod(folder, mode)
+        except FileNotFoundError as e:
+            raise SandboxUnavailable(
+                f"workspace folder {folder} was removed while in use (another engine's "
+                "orphan sweep on a shared folder? see owner.json): the sandbox cannot start"
+            ) from e
 
 
 class HostFolder(WrittenFolder):
@@ -149,7 +167,7 @@ class HostFolder(WrittenFolder):
 
     def __init__(self, root: Path, job: str) -> None:
         self.path = Path(tempfile.mkdtemp(prefix=f"{job}-", dir=root))
-        (self.path / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
+        write_owner(self.path)
         super().__init__(self.path / "ws")
         self.ws.mkdir()
 
@@ -173,7 +191,7 @@ class HostFolder(WrittenFolder):
         self.holds = None  # the container may change it from now on
 
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        remove_tree(self.path)
 
 
 def _empty_manifest(store: SnapshotStore) -> str:

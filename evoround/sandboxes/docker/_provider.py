@@ -6,7 +6,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import shutil
 import tempfile
 import threading
 import uuid
@@ -27,6 +26,7 @@ from evoround.sandboxes.common import (
     SandboxProvider,
     SandboxUnavailable,
     check_content,
+    remove_tree,
 )
 from evoround.sandboxes.docker._archive import tar_of_dir
 from evoround.sandboxes.docker._config import (
@@ -484,7 +484,7 @@ class DockerProvider(SandboxProvider):
             self.store.materialize(snapshot.locator, tmp / "ws")
             sb._put(tar_of_dir(tmp / "ws", sb.workdir), f"restore snapshot {snapshot.id}")
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
 
     # -- teardown --
     def _remove_container(self, cid: str) -> None:

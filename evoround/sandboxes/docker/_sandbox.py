@@ -47,7 +47,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import socket
 import tarfile
 import tempfile
@@ -71,6 +70,7 @@ from evoround.sandboxes.common import (
     SandboxUnavailable,
     UnsafeFile,
     VerifierPython,
+    remove_tree,
 )
 from evoround.sandboxes.docker._archive import (
     IterReader,
@@ -545,7 +545,7 @@ class DockerSandbox(Sandbox):
                 max_bytes=env.max_workspace_mb << 20,
             )
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
             store.forget(tmp)  # a fresh folder per snapshot: its hashes can never hit again
         return store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 

@@ -25,7 +25,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from evoround.sandboxes.common import UnsafeFile
+from evoround.sandboxes.common import UnsafeFile, remove_tree
 
 
 def _inside(p: Path, root: Path) -> bool:
@@ -115,14 +115,14 @@ def copy_tree(root: Path, src: Path, dest: Path) -> None:
             s, t = Path(dirpath, name), dest / rel / name
             if s.is_symlink():
                 if t.is_dir() and not t.is_symlink():
-                    shutil.rmtree(t)
+                    remove_tree(t)
                 _clear(t)
                 os.symlink(os.readlink(s), t)
             elif s.is_dir():
                 make_dirs(root, t)
             else:
                 if t.is_dir() and not t.is_symlink():
-                    shutil.rmtree(t)
+                    remove_tree(t)
                 _clear(t)
                 shutil.copyfile(s, t, follow_symlinks=False)
                 shutil.copymode(s, t)

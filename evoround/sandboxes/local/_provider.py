@@ -14,13 +14,14 @@ import threading
 from pathlib import Path
 
 from evoround.sandboxes.common import (
-    OWNER_FILE,
     Sandbox,
     SandboxError,
     SandboxProvider,
     WrittenFolder,
     check_content,
+    remove_tree,
     sweep_orphans,
+    write_owner,
 )
 from evoround.sandboxes.local._cgroup import cgroups_available, make_cgroup, sweep_cgroups
 from evoround.sandboxes.local._isolation import choose_isolation, namespaces_available
@@ -90,7 +91,7 @@ class LocalProvider(SandboxProvider):
         sweep_orphans(self.parent)
         self.base_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.parent))
         # who owns these sandboxes: a run killed with -9 leaves them to the next run
-        (self.base_dir / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
+        write_owner(self.base_dir)
         from evoround.settings import settings
 
         if harden is False:
@@ -135,7 +136,7 @@ class LocalProvider(SandboxProvider):
         return tuple(p for p in out if not _contains(p, Path(tempfile.gettempdir())))
 
     def close(self) -> None:
-        shutil.rmtree(self.base_dir, ignore_errors=True)
+        remove_tree(self.base_dir)
 
     def has_snapshot(self, snapshot: Snapshot) -> bool:
         return (self.store.root / "manifests" / f"{snapshot.locator}.json").is_file()
@@ -228,11 +229,11 @@ class LocalProvider(SandboxProvider):
             ok = False  # never the close's failure: the folder is simply not kept
         if not ok:
             if keep is not None:
-                shutil.rmtree(keep, ignore_errors=True)
+                remove_tree(keep)
             return
         with self._lock:
             self._recycled.append(folder)
             old = self._recycled[:-MAX_RECYCLED]
             del self._recycled[: len(old)]
         for f in old:
-            shutil.rmtree(f.ws.parent, ignore_errors=True)
+            remove_tree(f.ws.parent)

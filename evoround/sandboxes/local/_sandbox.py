@@ -39,6 +39,7 @@ from evoround.sandboxes.common import (
     SandboxError,
     UnsafeFile,
     WrittenFolder,
+    remove_tree,
 )
 from evoround.sandboxes.local._cgroup import Cgroup
 from evoround.sandboxes.local._confine import copy_tree, read_path, write_new, write_path
@@ -384,5 +385,5 @@ class LocalSandbox(Sandbox):
                 self.cgroup.remove()  # what a persistent agent left running goes first
             if self.on_close is not None:
                 self.on_close(self)
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_tree(self.root)
             self._store.forget(self.workdir)  # its hashes can never be asked for again
