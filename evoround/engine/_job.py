@@ -157,10 +157,20 @@ def run_job(
     )
     write_job_config(job_dir, config)
     return _execute(
-        tasks, scaffold, config, job_dir=job_dir, modes=modes, attempts=attempts,
-        sandbox=sandbox, store=store, observer=observer, judge=judge,
-        keep_snapshots=keep_snapshots, options=options, proxy=proxy,
-    )  # fmt: skip
+        tasks,
+        scaffold,
+        config,
+        job_dir=job_dir,
+        modes=modes,
+        attempts=attempts,
+        sandbox=sandbox,
+        store=store,
+        observer=observer,
+        judge=judge,
+        keep_snapshots=keep_snapshots,
+        options=options,
+        proxy=proxy,
+    )
 
 
 def check_window(tasks: list[Task], window: tuple[int, int | None] | None) -> None:
@@ -239,8 +249,12 @@ def _execute(
     todo = [u for u in units if not unit_done(u, existing)]
     logging.getLogger(__name__).info(
         "job %s: %d tasks, %d units (%d already done), sandbox %s",
-        job_dir, len(tasks), len(units), len(units) - len(todo), sandbox,
-    )  # fmt: skip
+        job_dir,
+        len(tasks),
+        len(units),
+        len(units) - len(todo),
+        sandbox,
+    )
     observer.job_started(units, len(units) - len(todo))
     pending = {id(u) for u in todo}
     observer.job_skipped([u for u in units if id(u) not in pending])
@@ -257,9 +271,14 @@ def _execute(
         from evoround.engine._ray import RayRunner
 
         runner: UnitRunner = RayRunner(
-            scaffold, job_dir=job_dir, sandbox=sandbox, store_root=store.root, judge=judge,
-            keep_snapshots=keep_snapshots, address=options.ray_address,
-        )  # fmt: skip
+            scaffold,
+            job_dir=job_dir,
+            sandbox=sandbox,
+            store_root=store.root,
+            judge=judge,
+            keep_snapshots=keep_snapshots,
+            address=options.ray_address,
+        )
     else:
         provider = LimitedProvider(
             job_provider(
@@ -269,7 +288,7 @@ def _execute(
                 scaffold,
                 keep_snapshots=keep_snapshots,
                 base_image_map=config.base_image_map,
-            ),  # fmt: skip
+            ),
             limits,
         )
         runner = LocalRunner(
@@ -282,7 +301,7 @@ def _execute(
                 record=lambda _r: None,
                 judge=judge,
                 proxy=proxy,
-            )  # fmt: skip
+            )
         )
     executor = Executor(
         runner,

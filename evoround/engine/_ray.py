@@ -67,19 +67,32 @@ def _remote_unit(
     unit = Unit(task, Mode(mode), attempt, round_index, on_fail=cfg.on_fail, window=window)
     store = SnapshotStore(store_root or evoround_home() / "store")
     provider = job_provider(
-        sandbox, store, jd, scaffold,
-        keep_snapshots=keep_snapshots, base_image_map=cfg.base_image_map,
-    )  # fmt: skip
+        sandbox,
+        store,
+        jd,
+        scaffold,
+        keep_snapshots=keep_snapshots,
+        base_image_map=cfg.base_image_map,
+    )
     out: queue.Queue[Any] = queue.Queue()
 
     def work() -> None:
         ctx = RunContext(
-            job=jd.name, job_dir=jd, provider=provider, store=store, scaffold=scaffold,
-            record=lambda r: None, judge=judge,
-        )  # fmt: skip
+            job=jd.name,
+            job_dir=jd,
+            provider=provider,
+            store=store,
+            scaffold=scaffold,
+            record=lambda r: None,
+            judge=judge,
+        )
         try:
-            run_unit(ctx, unit, [RoundResult.model_validate_json(r) for r in recorded],
-                     lambda r: out.put(r.model_dump_json()))  # fmt: skip
+            run_unit(
+                ctx,
+                unit,
+                [RoundResult.model_validate_json(r) for r in recorded],
+                lambda r: out.put(r.model_dump_json()),
+            )
             out.put(_DONE)
         except BaseException as e:  # re-raised in the generator, so the driver sees it
             out.put(e)
@@ -136,10 +149,18 @@ class RayRunner:
     ) -> None:
         ray = self.ray
         gen = self._remote.remote(
-            self.scaffold, str(Path(unit.task.path).resolve()), unit.mode.value, unit.attempt,
-            unit.round, [r.model_dump_json() for r in recorded], str(self.job_dir),
-            self.sandbox, str(self.store_root), self.judge, self.keep_snapshots,
-        )  # fmt: skip
+            self.scaffold,
+            str(Path(unit.task.path).resolve()),
+            unit.mode.value,
+            unit.attempt,
+            unit.round,
+            [r.model_dump_json() for r in recorded],
+            str(self.job_dir),
+            self.sandbox,
+            str(self.store_root),
+            self.judge,
+            self.keep_snapshots,
+        )
         with self._lock:
             self._running.add(gen)
         try:

@@ -174,9 +174,12 @@ def _build(
                     break  # someone built the rest (an earlier, shorter chain reached here)
                 prepare_round(sb, task, task.round(j))
                 reference_apply(
-                    sb, task.round(j), task.config.environment.agent_timeout_sec,
-                    solution_env(task), staged=j in staged,
-                )  # fmt: skip
+                    sb,
+                    task.round(j),
+                    task.config.environment.agent_timeout_sec,
+                    solution_env(task),
+                    staged=j in staged,
+                )
                 label = SnapshotLabel(
                     task=task.name,
                     task_digest=task.digest,

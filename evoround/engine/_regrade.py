@@ -178,14 +178,18 @@ def regrade_job(
             if new.passed != rec.passed:
                 report.flipped.append(
                     Flip(
-                        task=rec.task, mode=rec.mode.value, attempt=rec.attempt,
-                        round=rec.round, before=_outcome(rec), after=_outcome(new),
+                        task=rec.task,
+                        mode=rec.mode.value,
+                        attempt=rec.attempt,
+                        round=rec.round,
+                        before=_outcome(rec),
+                        after=_outcome(new),
                         failing_tests=[
                             f"{t.file}::{t.name} [{t.failure_class or t.outcome}]"
                             for t in new.failing_tests
                         ],
                     )
-                )  # fmt: skip
+                )
             else:
                 report.unchanged += 1
             if mode == Mode.mt.value and not new.passed:

@@ -415,13 +415,25 @@ def validate_task(
     store = SnapshotStore(work / "store")
     try:
         oracle_dir = run_job(
-            [task], OracleScaffold(), job_dir=work / f"{task.name}-oracle", attempts=1,
-            modes=[Mode.mt, Mode.sr], sandbox=sandbox, store=store, base_image_map=base_image_map,
-        )  # fmt: skip
+            [task],
+            OracleScaffold(),
+            job_dir=work / f"{task.name}-oracle",
+            attempts=1,
+            modes=[Mode.mt, Mode.sr],
+            sandbox=sandbox,
+            store=store,
+            base_image_map=base_image_map,
+        )
         nop_dir = run_job(
-            [task], NopScaffold(), job_dir=work / f"{task.name}-nop", attempts=1,
-            modes=[Mode.mt], sandbox=sandbox, store=store, base_image_map=base_image_map,
-        )  # fmt: skip
+            [task],
+            NopScaffold(),
+            job_dir=work / f"{task.name}-nop",
+            attempts=1,
+            modes=[Mode.mt],
+            sandbox=sandbox,
+            store=store,
+            base_image_map=base_image_map,
+        )
         records, _ = read_results(oracle_dir / "results.jsonl")
         nop_records, _ = read_results(nop_dir / "results.jsonl")
         _check_runs(report, task, records, nop_records)
