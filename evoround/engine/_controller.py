@@ -392,7 +392,7 @@ def _agent_turn(frame: RoundFrame, sandbox: Sandbox, session: AgentSession) -> A
 
 
 def _fold_proxy_calls(
-    proxy: ModelProxy | None, tag: str, art: Path, trace: RoundTrace
+    proxy: ModelProxy | None, tag: dict[str, str], art: Path, trace: RoundTrace
 ) -> ModelUsage | None:
     """With ``--proxy``: every call the agent made this round, failed ones too, once each,
     in time order, kept beside the trajectory and folded into it; their usage counted."""

@@ -217,7 +217,7 @@ class Executor:
                     result = self.make_infra_result(unit, self._next_round(unit), e)
                     self._record(unit, result, True)
                 elif e.result is not None:  # stopping: record the infra round as it is
-                    self._record(unit, e.result, True)  # type: ignore[arg-type]
+                    self._record(unit, e.result, True)
 
         def on_retry(exc: BaseException, n: int) -> None:
             log.warning("%s: infra failure (try %d), retrying: %s", unit.label, n, exc)

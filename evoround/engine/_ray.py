@@ -26,13 +26,16 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evoround.results import Mode, RoundResult
 from evoround.sandboxes import SandboxUnavailable
 from evoround.scaffolds import Scaffold
 from evoround.settings import evoround_home
 from evoround.verifiers.checklist import JudgeConfig
+
+if TYPE_CHECKING:
+    from evoround.engine._units import Unit
 
 _DONE = object()
 
@@ -63,8 +66,9 @@ def _remote_unit(
     (workers / f"{socket.gethostname()}-{os.getpid()}").touch()  # where units ran (debugging)
     task = load_task(Path(task_path))
     cfg = load_job(jd).config  # the lock carries the protocol and the image map
-    window = tuple(cfg.rounds_window) if cfg.rounds_window else None
-    unit = Unit(task, Mode(mode), attempt, round_index, on_fail=cfg.on_fail, window=window)
+    unit = Unit(
+        task, Mode(mode), attempt, round_index, on_fail=cfg.on_fail, window=cfg.rounds_window
+    )
     store = SnapshotStore(store_root or evoround_home() / "store")
     provider = job_provider(
         sandbox,
@@ -134,7 +138,11 @@ class RayRunner:
                 log_to_driver=False,
                 configure_logging=False,
             )
-        self._remote = ray.remote(num_returns="streaming", max_retries=0, num_cpus=1)(_remote_unit)
+        # ray's stubs type a remote function by its arity and its result as one ObjectRef:
+        # a streaming generator task fits neither, so the handle is untyped here and what
+        # it yields is checked where it arrives (RoundResult.model_validate_json).
+        streaming: Any = ray.remote(num_returns="streaming", max_retries=0, num_cpus=1)
+        self._remote = streaming(_remote_unit)
         self.scaffold = scaffold
         self.job_dir = job_dir.resolve()
         self.sandbox = sandbox
@@ -145,7 +153,7 @@ class RayRunner:
         self._running: set[Any] = set()
 
     def __call__(
-        self, unit: Any, recorded: list[RoundResult], record: Callable[[RoundResult], None]
+        self, unit: Unit, recorded: list[RoundResult], record: Callable[[RoundResult], None]
     ) -> None:
         ray = self.ray
         gen = self._remote.remote(
