@@ -43,7 +43,7 @@ from evoround.scaffolds import Scaffold
 from evoround.settings import evoround_home
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import Task
-from evoround.throttle import set_model_connections
+from evoround.throttle import ModelLimit, use_model_limit
 from evoround.verifiers.checklist import JudgeConfig
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ def _execute(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
         image_builds=options.max_image_builds,
         model_connections=options.max_model_connections,
     )
-    set_model_connections(limits.model_connections)
+    use_model_limit(ModelLimit(limits.model_connections))  # agents and the judge wait on it
     writer = ResultsWriter(job.job_dir / "results.jsonl")
     runner, close = _runner(job, options, limits)
     scaffold = job.scaffold
