@@ -29,7 +29,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,12 +37,14 @@ from evoround.deadline import DeadlineExceeded, deadline
 from evoround.engine._reference import reference_snapshot
 from evoround.engine._retry import is_model_api_error
 from evoround.results import (
+    CheckResult,
     EventType,
     Mode,
     ModelUsage,
     RoundResult,
     RoundStatus,
     RoundUsage,
+    TestResult,
     Timings,
     TrajectoryEvent,
     VerifierOutcome,
@@ -69,7 +71,7 @@ from evoround.snapshots import (
     SnapshotStore,
     WorkspaceRejected,
 )
-from evoround.tasks import Task, active_tests
+from evoround.tasks import FailureClass, Round, Task, active_tests
 from evoround.verifiers import verify_suite
 from evoround.verifiers.checklist import (
     JudgeConfig,
@@ -170,6 +172,137 @@ def _run_agent(session: AgentSession, inp: RoundInput) -> tuple[RoundTrace, Roun
     return trace, None
 
 
+@dataclass(frozen=True)
+class Grade:
+    """What verification said about the round, as the record carries it. The default is a
+    round that was never graded (set-up failed, the workspace could not be verified)."""
+
+    reward: float | None = None
+    tests_passed: int = 0
+    tests_total: int = 0
+    exit_code: int | None = None
+    failure_classes: dict[FailureClass, int] = field(default_factory=dict)
+    failing_tests: list[TestResult] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    integrity: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, verdict: VerifierOutcome) -> Grade:
+        failing = [t for t in verdict.tests if t.outcome.value != "passed"]
+        return cls(
+            reward=verdict.reward,
+            tests_passed=verdict.n_passed,
+            tests_total=verdict.n_total,
+            exit_code=verdict.exit_code,
+            failure_classes=classify(failing),
+            failing_tests=failing,
+            problems=verdict.problems,
+            integrity=verdict.integrity,
+        )
+
+
+@dataclass(frozen=True)
+class RoundFrame:
+    """One round's identity and place, known before the agent runs: what every record of
+    the round shares, whichever phase ends it.
+
+    :meth:`finish` is the one place a round's :class:`RoundResult` is built and recorded, so
+    every exit (set-up failed, workspace unverifiable, graded) writes the same fields.
+    """
+
+    ctx: RunContext
+    task: Task
+    mode: Mode
+    attempt: int
+    round_index: int
+    parent: Snapshot | None
+    resumed_from: int | None
+    started: datetime
+    art: Path
+    """The round's artefact directory (trajectory, junit, checks, result.json)."""
+    timings: Timings
+    """Filled in phase by phase; the record carries what was reached."""
+    model_usage: ModelUsage | None = None
+    usage: RoundUsage | None = None
+
+    @property
+    def attempt_name(self) -> str:
+        return f"{self.mode.value}-{self.attempt:02d}"
+
+    @property
+    def rnd(self) -> Round:
+        return self.task.round(self.round_index)
+
+    def finish(
+        self,
+        status: RoundStatus,
+        *,
+        passed: bool = False,
+        error: str | None = None,
+        grade: Grade | None = None,
+        snap: Snapshot | None = None,
+        checks: list[CheckResult] | None = None,
+        result_json: bool = False,
+    ) -> RoundResult:
+        """Build the round's record and record it durably (before the next round starts).
+
+        ``snap``: the snapshot the record names (only a round that reached one and was
+        timed or graded on it). ``result_json``: a graded round also leaves its record in
+        its artefact directory (written first: recording may unwind the attempt).
+        """
+        grade = grade or Grade()
+        ctx = self.ctx
+        result = RoundResult(
+            job=ctx.job,
+            task=self.task.name,
+            task_digest=self.task.digest,
+            n_rounds=self.task.n_rounds,
+            mode=self.mode,
+            attempt=self.attempt,
+            round=self.round_index,
+            agent=ctx.scaffold.name,
+            model=ctx.scaffold.model,
+            sandbox=ctx.provider.name,
+            passed=passed,
+            status=status,
+            error=error,
+            change_types=[c.value for c in self.rnd.spec.change_types],
+            tests_passed=grade.tests_passed,
+            tests_total=grade.tests_total,
+            reward=grade.reward,
+            verifier_exit_code=grade.exit_code,
+            failure_classes=grade.failure_classes,
+            failing_tests=grade.failing_tests,
+            verifier_problems=grade.problems,
+            integrity_evidence=grade.integrity,
+            snapshot_id=snap.id if snap else None,
+            parent_snapshot_id=self.parent.id if self.parent else None,
+            timings=self.timings,
+            started_at=self.started,
+            artifacts=str(self.art.relative_to(ctx.job_dir)),
+            checks=checks or [],
+            model_usage=self.model_usage,
+            usage=self.usage,
+            resumed_from=self.resumed_from,
+        )
+        if result_json:
+            (self.art / "result.json").write_text(
+                json.dumps(json.loads(result.model_dump_json()), indent=2), encoding="utf-8"
+            )
+        ctx.record(result)
+        return result
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """What the agent's turn left: its message, trace and (None: it finished) failure."""
+
+    message: str
+    trace: RoundTrace
+    status: RoundStatus | None
+    model_usage: ModelUsage | None
+
+
 def run_round(
     ctx: RunContext,
     task: Task,
@@ -182,182 +315,230 @@ def run_round(
     parent: Snapshot | None,
     resumed_from: int | None = None,
 ) -> tuple[RoundResult, Snapshot | None]:
-    """One round boundary: agent turn, snapshot, isolated verification, record."""
-    rnd = task.round(round_index)
-    env = task.config.environment
-    started = datetime.now(UTC)
+    """One round boundary: set-up, agent turn, snapshot, isolated verification, checklist,
+    record. Each phase below is one function; every exit records through
+    :meth:`RoundFrame.finish`. Whether the attempt goes on is :func:`attempt_ends`'s call."""
     art = attempt_dir(ctx, task, mode, attempt) / f"round-{round_index:02d}"
     art.mkdir(parents=True, exist_ok=True)
-    timings = Timings()
-
-    base = dict(
-        job=ctx.job,
-        task=task.name,
-        task_digest=task.digest,
-        n_rounds=task.n_rounds,
+    frame = RoundFrame(
+        ctx=ctx,
+        task=task,
         mode=mode,
         attempt=attempt,
-        round=round_index,
-        agent=ctx.scaffold.name,
-        model=ctx.scaffold.model,
-        sandbox=ctx.provider.name,
-        change_types=[c.value for c in rnd.spec.change_types],
-        parent_snapshot_id=parent.id if parent else None,
+        round_index=round_index,
+        parent=parent,
         resumed_from=resumed_from,
-        started_at=started,
-        artifacts=str(art.relative_to(ctx.job_dir)),
+        started=datetime.now(UTC),
+        art=art,
+        timings=Timings(),
     )
-    # The round's own set-up (Harbor: step workdir/, setup.sh, healthcheck) before the agent.
-    t_setup = time.monotonic()
     try:
-        prepare_round(sandbox, task, rnd)
+        _set_up_round(frame, sandbox)
     except RoundSetupError as e:
-        timings.setup_sec = time.monotonic() - t_setup
-        result = RoundResult(
-            **base, passed=False, status=RoundStatus.setup_error, error=str(e), timings=timings
-        )
-        ctx.record(result)
-        return result, None
-    timings.setup_sec = time.monotonic() - t_setup
+        return frame.finish(RoundStatus.setup_error, error=str(e)), None
 
     specs = round_checks(task, round_index)
     git_base = git_head(sandbox) if needs_commits(specs) else None
+    turn = _agent_turn(frame, sandbox, session)
+    usage = _round_usage(ctx.scaffold.model, turn.trace.events, turn.model_usage)
+    frame = replace(frame, model_usage=turn.model_usage, usage=usage)
+
+    snap, verified = _snapshot_and_verify(frame, sandbox)
+    if isinstance(verified, RoundResult):  # the workspace could not be verified: recorded
+        return verified, snap
+    assert snap is not None  # a verdict is only ever reached on a snapshot
+
+    checks: list[CheckResult] = []
+    if specs:
+        commits = new_commits(sandbox, git_base) if needs_commits(specs) else None
+        checks = _checklist(frame, turn, snap, commits)
+    return _record_verdict(frame, turn, verified, snap, checks), snap
+
+
+def _set_up_round(frame: RoundFrame, sandbox: Sandbox) -> None:
+    """The round's own set-up (Harbor: step workdir/, setup.sh, healthcheck) before the
+    agent; timed even when it fails (:class:`RoundSetupError` ends the round)."""
+    t_setup = time.monotonic()
+    try:
+        prepare_round(sandbox, frame.task, frame.rnd)
+    finally:
+        frame.timings.setup_sec = time.monotonic() - t_setup
+
+
+def _agent_turn(frame: RoundFrame, sandbox: Sandbox, session: AgentSession) -> AgentTurn:
+    """The agent works; its artefacts, model calls and trajectory are kept whatever it did."""
+    task, rnd, art = frame.task, frame.rnd, frame.art
     t0 = time.monotonic()
-    proxy = ctx.proxy
-    tag = ModelProxy.tag(ctx.job, task.name, f"{mode.value}-{attempt:02d}", round_index)
+    tag = ModelProxy.tag(frame.ctx.job, task.name, frame.attempt_name, frame.round_index)
     # Sent with every model call, proxy or not: a fresh SR session of round 5 looks like
     # round 1 from its conversation alone; the header tells a replay server which it is.
-    agent_timeout = rnd.spec.agent_timeout_sec or env.agent_timeout_sec
+    agent_timeout = rnd.spec.agent_timeout_sec or task.config.environment.agent_timeout_sec
     inp = RoundInput(task, rnd, round_message(task, rnd), agent_timeout, art, proxy_headers(tag))
-    log.debug("%s %s-%02d round %d: agent turn (timeout %ss)", task.name, mode.value, attempt,
-              round_index, agent_timeout)  # fmt: skip
+    where = f"{task.name} {frame.attempt_name} round {frame.round_index}"
+    log.debug("%s: agent turn (timeout %ss)", where, agent_timeout)
     trace, agent_status = _run_agent(session, inp)
-    timings.agent_sec = time.monotonic() - t0
-    log.debug("%s %s-%02d round %d: agent done in %.1fs (%d events%s)", task.name, mode.value,
-              attempt, round_index, timings.agent_sec, len(trace.events),
-              f", {agent_status.value}" if agent_status else "")  # fmt: skip
+    frame.timings.agent_sec = time.monotonic() - t0
+    log.debug(
+        "%s: agent done in %.1fs (%d events%s)",
+        where,
+        frame.timings.agent_sec,
+        len(trace.events),
+        f", {agent_status.value}" if agent_status else "",
+    )
     collect_artifacts(sandbox, [*task.config.artifacts, *rnd.spec.artifacts], art / "artifacts")
-    model_usage = None
-    if proxy:
-        # Every call the agent made this round, failed ones too, once each, in time order.
-        calls = proxy.collect(tag)
-        write_calls(art / "model_calls.jsonl", calls)
-        trace.events = fold_calls(trace.events, calls)
-        model_usage = call_usage(calls)
+    model_usage = _fold_proxy_calls(frame.ctx.proxy, tag, art, trace)
     _write_trajectory(art / "trajectory.jsonl", trace)
+    return AgentTurn(inp.message, trace, agent_status, model_usage)
 
-    base["model_usage"] = model_usage
-    base["usage"] = _round_usage(ctx.scaffold.model, trace.events, model_usage)
 
-    snap: Snapshot | None = None
+def _fold_proxy_calls(
+    proxy: ModelProxy | None, tag: dict[str, str], art: Path, trace: RoundTrace
+) -> ModelUsage | None:
+    """With ``--proxy``: every call the agent made this round, failed ones too, once each,
+    in time order, kept beside the trajectory and folded into it; their usage counted."""
+    if not proxy:
+        return None
+    calls = proxy.collect(tag)
+    write_calls(art / "model_calls.jsonl", calls)
+    trace.events = fold_calls(trace.events, calls)
+    return call_usage(calls)
+
+
+def _snapshot_and_verify(
+    frame: RoundFrame, sandbox: Sandbox
+) -> tuple[Snapshot | None, VerifierOutcome | RoundResult]:
+    """Freeze the workspace and verify a clone of it: the snapshot and the verdict, or the
+    recorded result of a round whose workspace could not be verified.
+
+    One deadline covers snapshot, clone and verification: a hostile workspace that makes
+    copying slow eats the verifier's time, not the job's (the copy loops check it).
+    """
+    env = frame.task.config.environment
     t1 = time.monotonic()
-    # One deadline covers snapshot, clone and verification: a hostile workspace that makes
-    # copying slow eats the verifier's time, not the job's (the loops below check it).
     at = t1 + env.verifier_timeout_sec + min(SNAPSHOT_GRACE_SEC, env.verifier_timeout_sec)
+    snap: Snapshot | None = None
     try:
         with deadline(at):
-            snap = sandbox.snapshot(
-                SnapshotLabel(
-                    task=task.name,
-                    task_digest=task.digest,
-                    kind=SnapshotKind.agent,
-                    round=round_index,
-                    attempt=f"{ctx.job}/{mode.value}-{attempt:02d}",
-                    parent=parent.id if parent else None,
-                )
-            )
-            timings.snapshot_sec = time.monotonic() - t1
+            snap = _snapshot(frame, sandbox)
+            frame.timings.snapshot_sec = time.monotonic() - t1
             t2 = time.monotonic()
-            verify_name = f"{task.name}/{mode.value}-{attempt:02d}-verify-{round_index:02d}"
-            with ctx.provider.create(task, verify_name, snap) as clone:
-                left = at - time.monotonic()
-                if left <= 0:
-                    verdict = VerifierOutcome(
-                        passed=False, exit_code=124, timed_out=True,
-                        problems=["snapshot and copy used up the verification deadline"],
-                    )  # fmt: skip
-                else:
-                    # pytest (channel + JUnit) or script (reward file), as the task says
-                    verdict = verify_suite(
-                        task, clone, active_tests(task, round_index), round_index, art,
-                        timeout=min(left, env.verifier_timeout_sec),
-                    )  # fmt: skip
-            timings.verify_sec = time.monotonic() - t2
+            verdict = _verify_clone(frame, snap, at)
+            frame.timings.verify_sec = time.monotonic() - t2
     except DeadlineExceeded as e:
         # The agent's workspace made the harness run out of time: a verification timeout
         # of the agent's round, recorded, never a lost round.
-        spent = time.monotonic() - t1
-        if timings.snapshot_sec:
-            timings.verify_sec = spent - timings.snapshot_sec
-        else:
-            timings.snapshot_sec = spent
-        result = RoundResult(
-            **base, passed=False, status=RoundStatus.verifier_timeout, error=str(e),
-            verifier_problems=[f"{e} ({at - t1:.0f} s)"], timings=timings,
-            snapshot_id=snap.id if snap else None,
-        )  # fmt: skip
-        ctx.record(result)
-        return result, snap
+        _split_spent(frame.timings, time.monotonic() - t1)
+        problems = [f"{e} ({at - t1:.0f} s)"]
+        result = frame.finish(
+            RoundStatus.verifier_timeout, error=str(e), grade=Grade(problems=problems), snap=snap
+        )
+        return snap, result
     except WorkspaceRejected as e:
         # Over the task's workspace limits, or unreadable: the agent's doing, not the harness's.
-        result = RoundResult(
-            **base, passed=False, status=RoundStatus.failed, error=f"workspace: {e}",
-            verifier_problems=[f"workspace rejected: {e}"], timings=timings,
-        )  # fmt: skip
-        ctx.record(result)
-        return result, snap
+        rejected = Grade(problems=[f"workspace rejected: {e}"])
+        return snap, frame.finish(RoundStatus.failed, error=f"workspace: {e}", grade=rejected)
     except SandboxError as e:
-        result = RoundResult(
-            **base, passed=False, status=RoundStatus.infra, error=str(e), timings=timings
+        return snap, frame.finish(RoundStatus.infra, error=str(e))
+    return snap, verdict
+
+
+def _snapshot(frame: RoundFrame, sandbox: Sandbox) -> Snapshot:
+    """The agent's workspace after the round, in the lineage of the one it started from."""
+    return sandbox.snapshot(
+        SnapshotLabel(
+            task=frame.task.name,
+            task_digest=frame.task.digest,
+            kind=SnapshotKind.agent,
+            round=frame.round_index,
+            attempt=f"{frame.ctx.job}/{frame.attempt_name}",
+            parent=frame.parent.id if frame.parent else None,
         )
-        ctx.record(result)
-        return result, snap
+    )
 
-    # The process checklist: round-scope checks of this round plus task-scope checks.
+
+def _verify_clone(frame: RoundFrame, snap: Snapshot, at: float) -> VerifierOutcome:
+    """The round's active tests in a separate sandbox made from ``snap`` (tests never enter
+    the agent's sandbox), within what is left of the deadline ``at``."""
+    task, i = frame.task, frame.round_index
+    verify_name = f"{task.name}/{frame.attempt_name}-verify-{i:02d}"
+    with frame.ctx.provider.create(task, verify_name, snap) as clone:
+        left = at - time.monotonic()
+        if left <= 0:
+            return VerifierOutcome(
+                passed=False,
+                exit_code=124,
+                timed_out=True,
+                problems=["snapshot and copy used up the verification deadline"],
+            )
+        # pytest (channel + JUnit) or script (reward file), as the task says
+        timeout = min(left, task.config.environment.verifier_timeout_sec)
+        return verify_suite(task, clone, active_tests(task, i), i, frame.art, timeout=timeout)
+
+
+def _split_spent(timings: Timings, spent: float) -> None:
+    """Time spent before a deadline hit: the verification's once the snapshot was taken."""
+    if timings.snapshot_sec:
+        timings.verify_sec = spent - timings.snapshot_sec
+    else:
+        timings.snapshot_sec = spent
+
+
+def _checklist(
+    frame: RoundFrame, turn: AgentTurn, snap: Snapshot, commits: list[str] | None
+) -> list[CheckResult]:
+    """The process checklist: round-scope checks of this round plus task-scope checks,
+    kept in the artefact directory as checks.json."""
+    ctx = frame.ctx
     checks = score_round(
-        task, round_index, message=inp.message, events=trace.events, store=ctx.store,
-        parent=parent, snap=snap, has_process=getattr(ctx.scaffold, "has_process", True),
-        commits=new_commits(sandbox, git_base) if needs_commits(specs) else None,
+        frame.task,
+        frame.round_index,
+        message=turn.message,
+        events=turn.trace.events,
+        store=ctx.store,
+        parent=frame.parent,
+        snap=snap,
+        has_process=getattr(ctx.scaffold, "has_process", True),
+        commits=commits,
         judge=ctx.judge,
-    ) if specs else []  # fmt: skip
+    )
     if checks:
-        write_checks(art / "checks.json", checks)
+        write_checks(frame.art / "checks.json", checks)
+    return checks
 
+
+def _round_status(verdict: VerifierOutcome, agent_status: RoundStatus | None) -> RoundStatus:
+    """The one status of a verified round, in order of precedence."""
     if verdict.integrity:
         # A forged grade outranks everything else the round did (an agent that also timed
         # out still tried to forge): it is never a pass and always shown as such.
-        status = RoundStatus.integrity_violation
-    elif agent_status is not None:
-        status = agent_status
-    elif verdict.timed_out:
-        status = RoundStatus.verifier_timeout
-    elif verdict.error is not None:
-        status = RoundStatus.verifier_error  # no verdict at all: not a fail of the work
-    else:
-        status = RoundStatus.passed if verdict.passed else RoundStatus.failed
-    failing = [t for t in verdict.tests if t.outcome.value != "passed"]
-    result = RoundResult(
-        **base,
-        passed=verdict.passed and agent_status is None and not verdict.integrity,
-        status=status,
-        error=trace.error or verdict.error,
-        reward=verdict.reward,
-        tests_passed=verdict.n_passed,
-        tests_total=verdict.n_total,
-        verifier_exit_code=verdict.exit_code,
-        failure_classes=classify(failing),
-        failing_tests=failing,
-        verifier_problems=verdict.problems,
-        integrity_evidence=verdict.integrity,
-        snapshot_id=snap.id,
-        timings=timings,
+        return RoundStatus.integrity_violation
+    if agent_status is not None:
+        return agent_status
+    if verdict.timed_out:
+        return RoundStatus.verifier_timeout
+    if verdict.error is not None:
+        return RoundStatus.verifier_error  # no verdict at all: not a fail of the work
+    return RoundStatus.passed if verdict.passed else RoundStatus.failed
+
+
+def _record_verdict(
+    frame: RoundFrame,
+    turn: AgentTurn,
+    verdict: VerifierOutcome,
+    snap: Snapshot,
+    checks: list[CheckResult],
+) -> RoundResult:
+    """A verified round's record: it passes only if the tests pass, the agent finished and
+    nothing was forged."""
+    return frame.finish(
+        _round_status(verdict, turn.status),
+        passed=verdict.passed and turn.status is None and not verdict.integrity,
+        error=turn.trace.error or verdict.error,
+        grade=Grade.of(verdict),
+        snap=snap,
         checks=checks,
+        result_json=True,
     )
-    (art / "result.json").write_text(
-        json.dumps(json.loads(result.model_dump_json()), indent=2), encoding="utf-8"
-    )
-    ctx.record(result)
-    return result, snap
 
 
 @dataclass(frozen=True)
@@ -424,10 +605,16 @@ def run_mt_attempt(
             first = resume.round + 1 if resume else lo
             for i in range(first, hi + 1):
                 result, snap = run_round(
-                    ctx, task, sandbox, session, mode=Mode.mt, attempt=attempt,
-                    round_index=i, parent=parent,
+                    ctx,
+                    task,
+                    sandbox,
+                    session,
+                    mode=Mode.mt,
+                    attempt=attempt,
+                    round_index=i,
+                    parent=parent,
                     resumed_from=resume.round if resume and i == first else None,
-                )  # fmt: skip
+                )
                 results.append(result)
                 if attempt_ends(task, result, on_fail, window):
                     break
@@ -447,9 +634,15 @@ def run_sr_round(ctx: RunContext, task: Task, attempt: int, round_index: int) ->
         session = ctx.scaffold.start(task, sandbox)
         try:
             result, _ = run_round(
-                ctx, task, sandbox, session, mode=Mode.sr, attempt=attempt,
-                round_index=round_index, parent=start,
-            )  # fmt: skip
+                ctx,
+                task,
+                sandbox,
+                session,
+                mode=Mode.sr,
+                attempt=attempt,
+                round_index=round_index,
+                parent=start,
+            )
         finally:
             session.close()
     return result

@@ -172,11 +172,14 @@ class Executor:
             self._spend(result)
         log.info(
             "%s round %d: %s (agent %.1fs, verify %.1fs%s)%s",
-            unit.label, result.round, result.status.value, result.timings.agent_sec,
+            unit.label,
+            result.round,
+            result.status.value,
+            result.timings.agent_sec,
             result.timings.verify_sec,
             f", {result.usage.total_tokens} tokens" if result.usage else "",
             f": {result.error.splitlines()[0][:160]}" if result.error else "",
-        )  # fmt: skip
+        )
         self.observer.round_recorded(unit, result)
         self._check_budget()
         if self.stopping.is_set() and not self._unit_complete(unit, result):
@@ -214,7 +217,7 @@ class Executor:
                     result = self.make_infra_result(unit, self._next_round(unit), e)
                     self._record(unit, result, True)
                 elif e.result is not None:  # stopping: record the infra round as it is
-                    self._record(unit, e.result, True)  # type: ignore[arg-type]
+                    self._record(unit, e.result, True)
 
         def on_retry(exc: BaseException, n: int) -> None:
             log.warning("%s: infra failure (try %d), retrying: %s", unit.label, n, exc)
@@ -270,8 +273,9 @@ class Executor:
     def run(self, units: list[Unit]) -> None:
         """Run ``units``; raises KeyboardInterrupt after an interrupted (but consistent) stop."""
         n = max(1, self.options.concurrency)
-        log.info("running %d units, %d at a time (%s executor)", len(units), n,
-                 self.options.executor)  # fmt: skip
+        log.info(
+            "running %d units, %d at a time (%s executor)", len(units), n, self.options.executor
+        )
         q: queue.Queue[Unit | None] = queue.Queue(maxsize=n)
         threads = [
             threading.Thread(target=self._worker, args=(q,), name=f"evoround-unit-{i}", daemon=True)
@@ -299,8 +303,10 @@ class Executor:
         if self.errors:
             raise self.errors[0]
         if self.budget_reason is not None and self.undone:
-            self.observer.budget_reached(f"{self.budget_reason}; {self.undone} of {len(units)} "
-                                         "attempts left unstarted or unfinished")  # fmt: skip
+            self.observer.budget_reached(
+                f"{self.budget_reason}; {self.undone} of {len(units)} "
+                "attempts left unstarted or unfinished"
+            )
 
     @staticmethod
     def _put(q: queue.Queue[Unit | None], item: Unit | None) -> bool:
@@ -344,9 +350,14 @@ class Executor:
 
 
 def infra_result(
-    job: str, agent: str, model: str | None, sandbox: str, unit: Unit, round_index: int,
+    job: str,
+    agent: str,
+    model: str | None,
+    sandbox: str,
+    unit: Unit,
+    round_index: int,
     error: Exception,
-) -> RoundResult:  # fmt: skip
+) -> RoundResult:
     """The record of a unit that could not run a round for the harness's reasons."""
     return RoundResult(
         job=job,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,9 +18,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from evoround.engine._controller import RunContext
+from evoround.engine._executor import Executor, RunOptions, UnitRunner, infra_result
+from evoround.engine._limits import LimitedProvider, Limits
+from evoround.engine._resume import drop_infra_failures
 from evoround.engine._units import (
     JobObserver,
     LocalRunner,
+    Unit,
     job_provider,
     plan_units,
     unit_done,
@@ -28,18 +34,19 @@ from evoround.results import (
     JobConfig,
     Mode,
     ResultsWriter,
+    RoundResult,
     TaskRef,
     read_results,
 )
-from evoround.sandboxes import SandboxError, SandboxProvider, make_provider
+from evoround.sandboxes import SandboxError, make_provider
 from evoround.scaffolds import Scaffold
 from evoround.settings import evoround_home
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import Task
+from evoround.throttle import ModelLimit, use_model_limit
 from evoround.verifiers.checklist import JudgeConfig
 
 if TYPE_CHECKING:
-    from evoround.engine._executor import RunOptions, UnitRunner
     from evoround.scaffolds import ModelOptions
     from evoround.scaffolds.proxy import ModelProxy
 
@@ -125,9 +132,8 @@ def run_job(
     :class:`ModelProxy` the scaffold already talks to; rounds are tagged and its calls
     folded into their trajectories (the caller owns its lifetime).
     """
-    if proxy is not None and options is not None and options.executor == "ray":
-        raise ValueError("--proxy listens on this machine's loopback: use --executor local")
-    observer = observer or JobObserver()
+    options = options or RunOptions()
+    _check_executor(options, proxy)
     check_window(tasks, rounds_window)
     store = store or SnapshotStore(evoround_home() / "store")
     bases = _base_images(tasks, sandbox, store, job_dir.name, base_image_map or {})
@@ -156,11 +162,17 @@ def run_job(
         },
     )
     write_job_config(job_dir, config)
-    return _execute(
-        tasks, scaffold, config, job_dir=job_dir, modes=modes, attempts=attempts,
-        sandbox=sandbox, store=store, observer=observer, judge=judge,
-        keep_snapshots=keep_snapshots, options=options, proxy=proxy,
-    )  # fmt: skip
+    job = _Job(
+        tasks=tasks,
+        scaffold=scaffold,
+        config=config,
+        job_dir=job_dir,
+        store=store,
+        judge=judge,
+        keep_snapshots=keep_snapshots,
+        proxy=proxy,
+    )
+    return _execute(job, observer or JobObserver(), options)
 
 
 def check_window(tasks: list[Task], window: tuple[int, int | None] | None) -> None:
@@ -207,83 +219,42 @@ def _base_images(
         probe.close()
 
 
-def _execute(
-    tasks: list[Task],
-    scaffold: Scaffold,
-    config: JobConfig,
-    *,
-    job_dir: Path,
-    modes: list[Mode],
-    attempts: int,
-    sandbox: str,
-    store: SnapshotStore,
-    observer: JobObserver,
-    judge: JudgeConfig | None,
-    keep_snapshots: bool,
-    options: RunOptions | None,
-    proxy: ModelProxy | None = None,
-) -> Path:
-    """Plan what is left, then hand it to the executor (threads or Ray), the single writer."""
-    from evoround.engine._executor import Executor, RunOptions, infra_result
-    from evoround.engine._limits import LimitedProvider, Limits
-    from evoround.engine._resume import drop_infra_failures
-    from evoround.throttle import set_model_connections
+@dataclass(frozen=True)
+class _Job:
+    """What the job's units run with, once its lock is written."""
 
-    options = options or RunOptions()
-    if options.retry_failed:
-        drop_infra_failures(job_dir)
-    results_path = job_dir / "results.jsonl"
-    existing, _ = read_results(results_path)
-    window = tuple(config.rounds_window) if config.rounds_window else None
-    units = plan_units(tasks, modes, attempts, on_fail=config.on_fail, window=window)  # type: ignore[arg-type]
-    todo = [u for u in units if not unit_done(u, existing)]
-    logging.getLogger(__name__).info(
-        "job %s: %d tasks, %d units (%d already done), sandbox %s",
-        job_dir, len(tasks), len(units), len(units) - len(todo), sandbox,
-    )  # fmt: skip
-    observer.job_started(units, len(units) - len(todo))
-    pending = {id(u) for u in todo}
-    observer.job_skipped([u for u in units if id(u) not in pending])
+    tasks: list[Task]
+    scaffold: Scaffold
+    config: JobConfig
+    job_dir: Path
+    store: SnapshotStore
+    judge: JudgeConfig | None
+    keep_snapshots: bool
+    proxy: ModelProxy | None
+
+    @property
+    def sandbox(self) -> str:
+        return self.config.sandbox
+
+
+def _check_executor(options: RunOptions, proxy: ModelProxy | None) -> None:
+    if proxy is not None and options.executor == "ray":
+        raise ValueError("--proxy listens on this machine's loopback: use --executor local")
+
+
+def _execute(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
+    """Plan what is left, then hand it to the executor (threads or Ray), the single writer."""
+    existing, todo = _plan(job, observer, options)
     limits = Limits(
         concurrency=options.concurrency,
         containers=options.max_containers,
         image_builds=options.max_image_builds,
         model_connections=options.max_model_connections,
     )
-    set_model_connections(limits.model_connections)
-    writer = ResultsWriter(results_path)
-    provider: SandboxProvider | None = None
-    if options.executor == "ray":
-        from evoround.engine._ray import RayRunner
-
-        runner: UnitRunner = RayRunner(
-            scaffold, job_dir=job_dir, sandbox=sandbox, store_root=store.root, judge=judge,
-            keep_snapshots=keep_snapshots, address=options.ray_address,
-        )  # fmt: skip
-    else:
-        provider = LimitedProvider(
-            job_provider(
-                sandbox,
-                store,
-                job_dir,
-                scaffold,
-                keep_snapshots=keep_snapshots,
-                base_image_map=config.base_image_map,
-            ),  # fmt: skip
-            limits,
-        )
-        runner = LocalRunner(
-            RunContext(
-                job=job_dir.name,
-                job_dir=job_dir,
-                provider=provider,
-                store=store,
-                scaffold=scaffold,
-                record=lambda _r: None,
-                judge=judge,
-                proxy=proxy,
-            )  # fmt: skip
-        )
+    use_model_limit(ModelLimit(limits.model_connections))  # agents and the judge wait on it
+    writer = ResultsWriter(job.job_dir / "results.jsonl")
+    runner, close = _runner(job, options, limits)
+    scaffold = job.scaffold
     executor = Executor(
         runner,
         writer,
@@ -291,19 +262,86 @@ def _execute(
         observer=observer,
         options=options,
         make_infra_result=lambda unit, rnd, e: infra_result(
-            job_dir.name, scaffold.name, scaffold.model, sandbox, unit, rnd, e
+            job.job_dir.name, scaffold.name, scaffold.model, job.sandbox, unit, rnd, e
         ),
-        on_abort=provider.close if provider is not None else runner.close,  # type: ignore[attr-defined]
+        on_abort=close,
     )
     try:
         executor.run(todo)
     finally:
         writer.close()
-        if provider is not None:
-            provider.close()
-        else:
-            runner.close()  # type: ignore[attr-defined]
-    return job_dir
+        close()
+    return job.job_dir
+
+
+def _plan(
+    job: _Job, observer: JobObserver, options: RunOptions
+) -> tuple[list[RoundResult], list[Unit]]:
+    """The rounds already recorded and the units still to run (a re-run continues)."""
+    if options.retry_failed:
+        drop_infra_failures(job.job_dir)
+    existing, _ = read_results(job.job_dir / "results.jsonl")
+    config = job.config
+    units = plan_units(
+        job.tasks,
+        config.modes,
+        config.attempts,
+        on_fail=config.on_fail,
+        window=config.rounds_window,
+    )
+    todo = [u for u in units if not unit_done(u, existing)]
+    logging.getLogger(__name__).info(
+        "job %s: %d tasks, %d units (%d already done), sandbox %s",
+        job.job_dir,
+        len(job.tasks),
+        len(units),
+        len(units) - len(todo),
+        job.sandbox,
+    )
+    observer.job_started(units, len(units) - len(todo))
+    pending = {id(u) for u in todo}
+    observer.job_skipped([u for u in units if id(u) not in pending])
+    return existing, todo
+
+
+def _runner(
+    job: _Job, options: RunOptions, limits: Limits
+) -> tuple[UnitRunner, Callable[[], None]]:
+    """The unit runner (Ray tasks, or threads of this process on a limited provider) and
+    what closes it: on abort and at the end, whatever ran."""
+    if options.executor == "ray":
+        from evoround.engine._ray import RayRunner
+
+        ray = RayRunner(
+            job.scaffold,
+            job_dir=job.job_dir,
+            sandbox=job.sandbox,
+            store_root=job.store.root,
+            judge=job.judge,
+            keep_snapshots=job.keep_snapshots,
+            address=options.ray_address,
+        )
+        return ray, ray.close
+    inner = job_provider(
+        job.sandbox,
+        job.store,
+        job.job_dir,
+        job.scaffold,
+        keep_snapshots=job.keep_snapshots,
+        base_image_map=job.config.base_image_map,
+    )
+    provider = LimitedProvider(inner, limits)
+    ctx = RunContext(
+        job=job.job_dir.name,
+        job_dir=job.job_dir,
+        provider=provider,
+        store=job.store,
+        scaffold=job.scaffold,
+        record=lambda _r: None,
+        judge=job.judge,
+        proxy=job.proxy,
+    )
+    return LocalRunner(ctx), provider.close
 
 
 def default_job_name(agent: str) -> str:

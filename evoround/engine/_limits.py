@@ -54,8 +54,9 @@ class LimitedProvider(SandboxProvider):
                 with build_sem:
                     return _build(task)
 
-            # Instance attribute: the Docker provider's own create() calls it too.
-            inner.task_image = task_image  # type: ignore[attr-defined]
+            # Instance attribute: the Docker provider's own create() calls it too. Only
+            # providers that build images have one, so the base class does not declare it.
+            inner.task_image = task_image  # type: ignore[attr-defined]  # checked above
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -91,7 +92,9 @@ class LimitedProvider(SandboxProvider):
             finally:
                 release()
 
-        sb.close = close_and_release  # type: ignore[method-assign]
+        # The sandbox's own close, extended: every way it is closed (close(), its context
+        # manager, the provider on abort) releases the slot.
+        sb.close = close_and_release  # type: ignore[method-assign]  # see above
         return sb
 
     def has_snapshot(self, snapshot: Snapshot) -> bool:

@@ -26,13 +26,16 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evoround.results import Mode, RoundResult
 from evoround.sandboxes import SandboxUnavailable
 from evoround.scaffolds import Scaffold
 from evoround.settings import evoround_home
 from evoround.verifiers.checklist import JudgeConfig
+
+if TYPE_CHECKING:
+    from evoround.engine._units import Unit
 
 _DONE = object()
 
@@ -63,23 +66,37 @@ def _remote_unit(
     (workers / f"{socket.gethostname()}-{os.getpid()}").touch()  # where units ran (debugging)
     task = load_task(Path(task_path))
     cfg = load_job(jd).config  # the lock carries the protocol and the image map
-    window = tuple(cfg.rounds_window) if cfg.rounds_window else None
-    unit = Unit(task, Mode(mode), attempt, round_index, on_fail=cfg.on_fail, window=window)
+    unit = Unit(
+        task, Mode(mode), attempt, round_index, on_fail=cfg.on_fail, window=cfg.rounds_window
+    )
     store = SnapshotStore(store_root or evoround_home() / "store")
     provider = job_provider(
-        sandbox, store, jd, scaffold,
-        keep_snapshots=keep_snapshots, base_image_map=cfg.base_image_map,
-    )  # fmt: skip
+        sandbox,
+        store,
+        jd,
+        scaffold,
+        keep_snapshots=keep_snapshots,
+        base_image_map=cfg.base_image_map,
+    )
     out: queue.Queue[Any] = queue.Queue()
 
     def work() -> None:
         ctx = RunContext(
-            job=jd.name, job_dir=jd, provider=provider, store=store, scaffold=scaffold,
-            record=lambda r: None, judge=judge,
-        )  # fmt: skip
+            job=jd.name,
+            job_dir=jd,
+            provider=provider,
+            store=store,
+            scaffold=scaffold,
+            record=lambda r: None,
+            judge=judge,
+        )
         try:
-            run_unit(ctx, unit, [RoundResult.model_validate_json(r) for r in recorded],
-                     lambda r: out.put(r.model_dump_json()))  # fmt: skip
+            run_unit(
+                ctx,
+                unit,
+                [RoundResult.model_validate_json(r) for r in recorded],
+                lambda r: out.put(r.model_dump_json()),
+            )
             out.put(_DONE)
         except BaseException as e:  # re-raised in the generator, so the driver sees it
             out.put(e)
@@ -121,7 +138,11 @@ class RayRunner:
                 log_to_driver=False,
                 configure_logging=False,
             )
-        self._remote = ray.remote(num_returns="streaming", max_retries=0, num_cpus=1)(_remote_unit)
+        # ray's stubs type a remote function by its arity and its result as one ObjectRef:
+        # a streaming generator task fits neither, so the handle is untyped here and what
+        # it yields is checked where it arrives (RoundResult.model_validate_json).
+        streaming: Any = ray.remote(num_returns="streaming", max_retries=0, num_cpus=1)
+        self._remote = streaming(_remote_unit)
         self.scaffold = scaffold
         self.job_dir = job_dir.resolve()
         self.sandbox = sandbox
@@ -132,14 +153,22 @@ class RayRunner:
         self._running: set[Any] = set()
 
     def __call__(
-        self, unit: Any, recorded: list[RoundResult], record: Callable[[RoundResult], None]
+        self, unit: Unit, recorded: list[RoundResult], record: Callable[[RoundResult], None]
     ) -> None:
         ray = self.ray
         gen = self._remote.remote(
-            self.scaffold, str(Path(unit.task.path).resolve()), unit.mode.value, unit.attempt,
-            unit.round, [r.model_dump_json() for r in recorded], str(self.job_dir),
-            self.sandbox, str(self.store_root), self.judge, self.keep_snapshots,
-        )  # fmt: skip
+            self.scaffold,
+            str(Path(unit.task.path).resolve()),
+            unit.mode.value,
+            unit.attempt,
+            unit.round,
+            [r.model_dump_json() for r in recorded],
+            str(self.job_dir),
+            self.sandbox,
+            str(self.store_root),
+            self.judge,
+            self.keep_snapshots,
+        )
         with self._lock:
             self._running.add(gen)
         try:

@@ -49,8 +49,13 @@ class _Chain:
             self.cond.notify_all()
 
 
-_CHAINS: dict[tuple[int, str, str, str], _Chain] = {}
-"""Running chains by (provider, store, backend, task digest)."""
+ChainKey = tuple[SandboxProvider, str, str, str]
+"""(provider, store root, backend, task digest). The provider object itself, not its
+``id()``: an id can be reused by a new provider once the old one is collected, while a key
+holding the provider keeps it alive for as long as its entry exists (the chain's run)."""
+
+_CHAINS: dict[ChainKey, _Chain] = {}
+"""Running chains; an entry lives from the chain's start to its end (``_run_chain``)."""
 _CHAINS_LOCK = threading.Lock()
 
 
@@ -95,7 +100,7 @@ def reference_snapshot(
     if hit is not None:
         return hit
     last = max(round_index, upto or 0)
-    key = (id(provider), str(store.root), provider.name, task.digest)
+    key: ChainKey = (provider, str(store.root), provider.name, task.digest)
     while True:
         with _CHAINS_LOCK:
             chain = _CHAINS.get(key)
@@ -119,7 +124,7 @@ def reference_snapshot(
 
 
 def _run_chain(
-    key: tuple[int, str, str, str],
+    key: ChainKey,
     chain: _Chain,
     task: Task,
     round_index: int,
@@ -174,9 +179,12 @@ def _build(
                     break  # someone built the rest (an earlier, shorter chain reached here)
                 prepare_round(sb, task, task.round(j))
                 reference_apply(
-                    sb, task.round(j), task.config.environment.agent_timeout_sec,
-                    solution_env(task), staged=j in staged,
-                )  # fmt: skip
+                    sb,
+                    task.round(j),
+                    task.config.environment.agent_timeout_sec,
+                    solution_env(task),
+                    staged=j in staged,
+                )
                 label = SnapshotLabel(
                     task=task.name,
                     task_digest=task.digest,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -151,55 +152,84 @@ def regrade_job(
         if name in by_name and by_name[name].digest != ref.digest:
             report.task_digests[name] = [ref.digest, by_name[name].digest]
 
-    groups: dict[tuple[str, str, int], list[RoundResult]] = defaultdict(list)
-    for r in sorted(dedupe(view.records), key=lambda r: r.key):
-        groups[(r.task, r.mode.value, r.attempt if r.mode is Mode.mt else 0)].append(r)
-
+    regrader = _Regrader(by_name, store, job_dir, report)
     out: list[RoundResult] = []
-    for (_, mode, _), recs in sorted(groups.items()):
-        stopped = False
-        for rec in recs:
-            if stopped:
-                report.truncated.append(_label(rec))
-                continue
-            task = by_name.get(rec.task)
-            if task is None:
-                report.skipped.append(f"{_label(rec)}: task not found")
-                out.append(rec)
-                continue
-            try:
-                new = reverify(rec, task, store, job_dir)
-            except (SandboxError, KeyError, IndexError) as e:
-                report.skipped.append(f"{_label(rec)}: {e}")
-                out.append(rec)
-                continue
-            report.regraded += 1
-            out.append(new)
-            if new.passed != rec.passed:
-                report.flipped.append(
-                    Flip(
-                        task=rec.task, mode=rec.mode.value, attempt=rec.attempt,
-                        round=rec.round, before=_outcome(rec), after=_outcome(new),
-                        failing_tests=[
-                            f"{t.file}::{t.name} [{t.failure_class or t.outcome}]"
-                            for t in new.failing_tests
-                        ],
-                    )
-                )  # fmt: skip
-            else:
-                report.unchanged += 1
-            if mode == Mode.mt.value and not new.passed:
-                stopped = True
-            resumed = new.passed and not rec.passed and rec is recs[-1]
-            if mode == Mode.mt.value and resumed and rec.round < rec.n_rounds:
-                report.incomplete.append(
-                    f"{rec.task} mt-{rec.attempt:02d}: rounds {rec.round + 1}.."
-                    f"{rec.n_rounds} never ran"
-                )
+    for (_, mode, _), recs in sorted(_groups(view.records).items()):
+        out += regrader.attempt(recs, mt=mode == Mode.mt.value)
 
     atomic_write(job_dir / REGRADED, "".join(r.model_dump_json() + "\n" for r in out))
     atomic_write(job_dir / DIFF, json.dumps(report.model_dump(mode="json"), indent=2))
     return report
+
+
+def _groups(records: list[RoundResult]) -> dict[tuple[str, str, int], list[RoundResult]]:
+    """Records by attempt, in round order: an MT attempt is one group (fail-stop is
+    re-applied within it), SR rounds of a task group together (attempt 0)."""
+    groups: dict[tuple[str, str, int], list[RoundResult]] = defaultdict(list)
+    for r in sorted(dedupe(records), key=lambda r: r.key):
+        groups[(r.task, r.mode.value, r.attempt if r.mode is Mode.mt else 0)].append(r)
+    return groups
+
+
+@dataclass(frozen=True)
+class _Regrader:
+    """Regrades records into ``report``: the counts, flips and what fail-stop drops."""
+
+    by_name: dict[str, Task]
+    store: SnapshotStore
+    job_dir: Path
+    report: RegradeReport
+
+    def attempt(self, recs: list[RoundResult], *, mt: bool) -> list[RoundResult]:
+        """One group's regraded records; an MT attempt ends at its first round that fails
+        now (the rest are listed as truncated: they would never have run)."""
+        out: list[RoundResult] = []
+        for n, rec in enumerate(recs):
+            new = self.one(rec)
+            out.append(new)
+            if new is rec:  # not regraded: kept as it was
+                continue
+            if mt and not new.passed:
+                self.report.truncated += [_label(r) for r in recs[n + 1 :]]
+                break
+            if mt and not rec.passed and rec is recs[-1] and rec.round < rec.n_rounds:
+                self.report.incomplete.append(
+                    f"{rec.task} mt-{rec.attempt:02d}: rounds {rec.round + 1}.."
+                    f"{rec.n_rounds} never ran"
+                )
+        return out
+
+    def one(self, rec: RoundResult) -> RoundResult:
+        """The record regraded (counted, a flip noted), or ``rec`` itself if it cannot be."""
+        task = self.by_name.get(rec.task)
+        if task is None:
+            self.report.skipped.append(f"{_label(rec)}: task not found")
+            return rec
+        try:
+            new = reverify(rec, task, self.store, self.job_dir)
+        except (SandboxError, KeyError, IndexError) as e:
+            self.report.skipped.append(f"{_label(rec)}: {e}")
+            return rec
+        self.report.regraded += 1
+        if new.passed != rec.passed:
+            self.report.flipped.append(_flip(rec, new))
+        else:
+            self.report.unchanged += 1
+        return new
+
+
+def _flip(rec: RoundResult, new: RoundResult) -> Flip:
+    return Flip(
+        task=rec.task,
+        mode=rec.mode.value,
+        attempt=rec.attempt,
+        round=rec.round,
+        before=_outcome(rec),
+        after=_outcome(new),
+        failing_tests=[
+            f"{t.file}::{t.name} [{t.failure_class or t.outcome}]" for t in new.failing_tests
+        ],
+    )
 
 
 def regraded_view(job_dir: Path) -> JobView:

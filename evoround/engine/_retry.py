@@ -8,7 +8,7 @@ limit are they recorded, as ``infra``; ``evoround run --retry-failed`` re-runs t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tenacity import (
     RetryCallState,
@@ -20,6 +20,9 @@ from tenacity import (
 
 from evoround.sandboxes import SandboxError
 from evoround.settings import settings
+
+if TYPE_CHECKING:
+    from evoround.results import RoundResult
 
 T = TypeVar("T")
 
@@ -58,7 +61,7 @@ class InfraFailure(SandboxError):
     continue the attempt from its last recorded round, as a resume would.
     """
 
-    def __init__(self, message: str, result: object | None = None) -> None:
+    def __init__(self, message: str, result: RoundResult | None = None) -> None:
         super().__init__(message)
         self.result = result
 

@@ -163,9 +163,14 @@ def job_provider(
     the job folder hidden from a hardened local sandbox, the scaffold's mounts, and how the
     local sandbox isolates recorded in ``sandbox.txt``."""
     provider = make_provider(
-        sandbox, store, job=job_dir.name, keep_snapshots=keep_snapshots,
-        agent_mounts=scaffold.sandbox_mounts(), base_image_map=base_image_map or None,
-        hidden=[job_dir], persistent=scaffold.persistent_processes,
-    )  # fmt: skip
+        sandbox,
+        store,
+        job=job_dir.name,
+        keep_snapshots=keep_snapshots,
+        agent_mounts=scaffold.sandbox_mounts(),
+        base_image_map=base_image_map or None,
+        hidden=[job_dir],
+        persistent=scaffold.persistent_processes,
+    )
     record_isolation(job_dir, provider)
     return provider

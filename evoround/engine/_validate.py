@@ -38,6 +38,7 @@ from evoround.scaffolds import NopScaffold, OracleScaffold
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import (
     ActiveTest,
+    Round,
     Task,
     TaskFormatError,
     active_tests,
@@ -46,8 +47,16 @@ from evoround.tasks import (
 )
 from evoround.verifiers import verify_suite
 
-CHECKS = ("schema", "oracle_mt", "oracle_sr", "nop", "discriminative", "retired", "determinism")
-CHECKS += ("leaks",)
+CHECKS = (
+    "schema",
+    "oracle_mt",
+    "oracle_sr",
+    "nop",
+    "discriminative",
+    "retired",
+    "determinism",
+    "leaks",
+)
 
 
 class Status(StrEnum):
@@ -173,38 +182,43 @@ def _check_runs(report: TaskValidation, task: Task, records: list[RoundResult], 
 def _check_discriminative(
     report: TaskValidation, task: Task, provider: SandboxProvider, store: SnapshotStore
 ) -> None:
-    script = task.config.verifier.kind == "script"
     for rnd in task.rounds:
-        i = rnd.index
-        new = [p for p in rnd.test_files if script or is_test_module(p)]
-        ignored = [p for p in rnd.test_files if p.endswith(".py") and not is_test_module(p)]
-        if not new and ignored and not script:
-            report.add(
-                "discriminative",
-                Status.fail,
-                f"the round's new tests collect nothing: pytest ignores {', '.join(ignored)} "
-                "(name test files test_*.py or *_test.py)",
-                i,
-            )
-            continue
-        if not new:
-            report.add("discriminative", Status.warn, "the round adds or replaces no tests", i)
-            continue
-        v = _verify_on(task, provider, store, i - 1, _suite_for(task, i, set(new)), i, f"d{i}")
-        if script:
-            passing = [] if not v.passed else [task.config.verifier.script]
-        else:
-            passing = [p for p in new if not _file_failed(v, p)]
-        before = "the initial workspace" if i == 1 else f"the reference state of round {i - 1}"
-        if passing:
-            report.add(
-                "discriminative",
-                Status.fail,
-                f"{', '.join(passing)} already pass(es) on {before}: the round tests nothing new",
-                i,
-            )
-        else:
-            report.add("discriminative", Status.ok, "", i)
+        status, message = _discriminates(task, rnd, provider, store)
+        report.add("discriminative", status, message, rnd.index)
+
+
+def _discriminates(
+    task: Task, rnd: Round, provider: SandboxProvider, store: SnapshotStore
+) -> tuple[Status, str]:
+    """Whether round ``rnd``'s new or replaced tests fail on the state before it (else the
+    round tests nothing new): run on the previous round's reference state."""
+    script = task.config.verifier.kind == "script"
+    i = rnd.index
+    new = [p for p in rnd.test_files if script or is_test_module(p)]
+    if not new:
+        return _no_new_tests(rnd, script)
+    v = _verify_on(task, provider, store, i - 1, _suite_for(task, i, set(new)), i, f"d{i}")
+    if script:
+        passing = [] if not v.passed else [task.config.verifier.script]
+    else:
+        passing = [p for p in new if not _file_failed(v, p)]
+    if not passing:
+        return Status.ok, ""
+    before = "the initial workspace" if i == 1 else f"the reference state of round {i - 1}"
+    return Status.fail, (
+        f"{', '.join(passing)} already pass(es) on {before}: the round tests nothing new"
+    )
+
+
+def _no_new_tests(rnd: Round, script: bool) -> tuple[Status, str]:
+    """A round without new tests: a mistake when it has test files pytest ignores."""
+    ignored = [p for p in rnd.test_files if p.endswith(".py") and not is_test_module(p)]
+    if ignored and not script:
+        return Status.fail, (
+            f"the round's new tests collect nothing: pytest ignores {', '.join(ignored)} "
+            "(name test files test_*.py or *_test.py)"
+        )
+    return Status.warn, "the round adds or replaces no tests"
 
 
 def _check_retired(
@@ -257,31 +271,16 @@ def _check_determinism(
             _outcomes(_verify_on(task, provider, store, i, active_tests(task, i), i, f"det{i}-{n}"))
             for n in range(repeat)
         ]
-        flaky: set[str] = set()
-        keys = set().union(*samples)
-        if task.config.verifier.kind == "pytest":
-            # A new test module that collects no case verifies nothing (an empty file, or
-            # tests pytest does not see: a class not named Test*, functions not test_*).
-            new = [p for p in task.round(i).test_files if is_test_module(p)]
-            empty = [p for p in new if not any(k.startswith(f"{p}::") for k in keys)]
-            if empty:
-                report.add(
-                    "discriminative",
-                    Status.fail,
-                    f"{', '.join(empty)} collect(s) no tests on the reference of round {i}: "
-                    "the round's new tests check nothing",
-                    i,
-                )
-        for k in keys:
-            if len({s.get(k) for s in samples}) > 1:
-                flaky.add(k)
-        # The oracle's own runs are samples too: a test that failed there but passes here.
-        for r in records:
-            if r.round == i:
-                for t in r.failing_tests:
-                    k = f"{t.file}::{t.name}"
-                    if any(s.get(k) is TestOutcome.passed for s in samples):
-                        flaky.add(k)
+        empty = _collect_nothing(task, i, set().union(*samples))
+        if empty:
+            report.add(
+                "discriminative",
+                Status.fail,
+                f"{', '.join(empty)} collect(s) no tests on the reference of round {i}: "
+                "the round's new tests check nothing",
+                i,
+            )
+        flaky = _flaky(samples, [r for r in records if r.round == i])
         if flaky:
             names = ", ".join(sorted(flaky)[:5])
             report.add("determinism", Status.fail, f"flaky across oracle runs: {names}", i)
@@ -289,6 +288,29 @@ def _check_determinism(
             report.add("determinism", Status.ok, "consistent (but not all passing)", i)
         else:
             report.add("determinism", Status.ok, f"{repeat + 2} identical runs", i)
+
+
+def _collect_nothing(task: Task, i: int, keys: set[str]) -> list[str]:
+    """Round ``i``'s new test modules that collect no case (pytest only): they verify
+    nothing (an empty file, or tests pytest does not see: a class not named Test*,
+    functions not test_*)."""
+    if task.config.verifier.kind != "pytest":
+        return []
+    new = [p for p in task.round(i).test_files if is_test_module(p)]
+    return [p for p in new if not any(k.startswith(f"{p}::") for k in keys)]
+
+
+def _flaky(samples: list[dict[str, TestOutcome]], oracle: list[RoundResult]) -> set[str]:
+    """Tests whose outcome differs across the samples. The oracle's own runs of the round
+    are samples too: a test that failed there but passes here is flaky."""
+    keys: set[str] = set().union(*samples)
+    flaky = {k for k in keys if len({s.get(k) for s in samples}) > 1}
+    for r in oracle:
+        for t in r.failing_tests:
+            k = f"{t.file}::{t.name}"
+            if any(s.get(k) is TestOutcome.passed for s in samples):
+                flaky.add(k)
+    return flaky
 
 
 # ---- leaks (static) ----------------------------------------------------------------
@@ -319,71 +341,115 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
+Problem = tuple[int | None, str]
+"""A leak: the round it concerns (None: the task) and what leaked where."""
+
+
+@dataclass(frozen=True)
+class _Workspace:
+    """The task's starter files, read once for every leak check."""
+
+    root: Path
+    files: list[Path]
+    lines: dict[Path, set[str]]
+    """Each file's distinctive lines."""
+
+    @classmethod
+    def of(cls, task: Task) -> _Workspace:
+        files = _files(task.workspace_dir)
+        return cls(task.workspace_dir, files, {p: distinctive(_lines(p)) for p in files})
+
+    def rel(self, p: Path) -> str:
+        return p.relative_to(self.root).as_posix()
+
+
 def check_leaks(report: TaskValidation, task: Task) -> None:
     """Static leak checks: no engine needed, so they also run when a task fails to build."""
-    ws = task.workspace_dir
-    ws_files = _files(ws)
-    problems: list[tuple[int | None, str]] = []
-    for p in ws_files:
-        rel = p.relative_to(ws)
+    ws = _Workspace.of(task)
+    problems = [*_solutions_in(ws), *_hidden_tests_in(ws, task), *_reference_in(ws, task)]
+    for rnd_index, msg in problems:
+        report.add("leaks", Status.fail, msg, rnd_index)
+    if not problems:
+        report.add("leaks", Status.ok, "")
+
+
+def _solutions_in(ws: _Workspace) -> list[Problem]:
+    """Starter files that look like a reference solution (by folder or name)."""
+    out: list[Problem] = []
+    for p in ws.files:
+        rel = p.relative_to(ws.root)
         if {"solution", "rounds"} & set(rel.parts[:-1]) or p.name == "solve.sh":
-            problems.append((None, f"workspace/{rel.as_posix()} looks like a reference solution"))
-    ws_lines: dict[Path, set[str]] = {p: distinctive(_lines(p)) for p in ws_files}
-    all_ws = set().union(*ws_lines.values()) if ws_lines else set()
-    ws_bytes = {p.read_bytes(): p for p in ws_files}
-    ws_names = {p.name: p for p in ws_files}
+            out.append((None, f"workspace/{rel.as_posix()} looks like a reference solution"))
+    return out
+
+
+def _hidden_tests_in(ws: _Workspace, task: Task) -> list[Problem]:
+    """Hidden test files that are in the workspace: byte for byte, by name, or mostly."""
+    by_bytes = {p.read_bytes(): p for p in ws.files}
+    by_name = {p.name: p for p in ws.files}
+    out: list[Problem] = []
     for rnd in task.rounds:
         for rel in rnd.test_files:
             src = rnd.tests_dir / rel
-            data = src.read_bytes()
-            where: Path | None = ws_bytes.get(data)
-            if where is None and is_test_module(rel) and src.name in ws_names:
-                where = ws_names[src.name]
+            where = by_bytes.get(src.read_bytes())
+            if where is None and is_test_module(rel) and src.name in by_name:
+                where = by_name[src.name]
             if where is None:
-                hidden = distinctive(_lines(src))
-                for p, lines in ws_lines.items():
-                    if len(hidden) >= 3 and len(hidden & lines) >= 0.6 * len(hidden):
-                        where = p
-                        break
+                where = _mostly_in(ws, distinctive(_lines(src)))
             if where is not None:
-                problems.append(
-                    (
-                        rnd.index,
-                        f"hidden test {rel} is in the workspace as "
-                        f"workspace/{where.relative_to(ws).as_posix()}",
-                    )
-                )
-    # Lines the reference adds, per round; "before" is what that path held earlier.
+                msg = f"hidden test {rel} is in the workspace as workspace/{ws.rel(where)}"
+                out.append((rnd.index, msg))
+    return out
+
+
+def _mostly_in(ws: _Workspace, hidden: set[str]) -> Path | None:
+    """The first starter file holding most (60 %) of ``hidden``'s distinctive lines."""
+    if len(hidden) < 3:
+        return None
+    for p, lines in ws.lines.items():
+        if len(hidden & lines) >= 0.6 * len(hidden):
+            return p
+    return None
+
+
+def _reference_in(ws: _Workspace, task: Task) -> list[Problem]:
+    """Rounds whose reference solution's new distinctive lines are already in the starter
+    files. "Before" is what each path held earlier (starter files, earlier solutions), so
+    only the lines a round adds count."""
     before: dict[str, set[str]] = defaultdict(set)
-    for p in ws_files:
-        before[p.relative_to(ws).as_posix()] |= ws_lines[p]
+    for p in ws.files:
+        before[ws.rel(p)] |= ws.lines[p]
+    all_ws: set[str] = set().union(*ws.lines.values())
+    out: list[Problem] = []
     for rnd in task.rounds:
-        added: set[str] = set()
-        files_dir = rnd.solution_dir / "files"
-        for p in _files(files_dir):
-            rel = p.relative_to(files_dir).as_posix()
-            lines = distinctive(_lines(p))
-            added |= lines - before[rel]
-            before[rel] |= lines
-        solve = rnd.solution_dir / "solve.sh"
-        if solve.is_file():
-            lines = distinctive(_lines(solve))
-            added |= lines - before["<solve.sh>"]
-            before["<solve.sh>"] |= lines
+        added = _added_lines(rnd, before)
         found = added & all_ws
         if len(found) >= 5 and len(found) >= 0.5 * len(added):
             sample = sorted(found)[0][:60]
-            problems.append(
+            out.append(
                 (
                     rnd.index,
                     f"{len(found)} of {len(added)} distinctive lines of the round's reference "
                     f"solution are already in workspace/ (e.g. {sample!r})",
                 )
             )
-    for rnd_index, msg in problems:
-        report.add("leaks", Status.fail, msg, rnd_index)
-    if not problems:
-        report.add("leaks", Status.ok, "")
+    return out
+
+
+def _added_lines(rnd: Round, before: dict[str, set[str]]) -> set[str]:
+    """Distinctive lines the round's solution (files and solve.sh) adds; ``before`` is
+    updated with them for the rounds after."""
+    added: set[str] = set()
+    files_dir = rnd.solution_dir / "files"
+    sources = [(p.relative_to(files_dir).as_posix(), p) for p in _files(files_dir)]
+    solve = rnd.solution_dir / "solve.sh"
+    if solve.is_file():
+        sources.append(("<solve.sh>", solve))
+    for key, p in sources:
+        lines = distinctive(_lines(p))
+        added |= lines - before[key]
+        before[key] |= lines
+    return added
 
 
 # ---- entry point -------------------------------------------------------------------
@@ -415,13 +481,25 @@ def validate_task(
     store = SnapshotStore(work / "store")
     try:
         oracle_dir = run_job(
-            [task], OracleScaffold(), job_dir=work / f"{task.name}-oracle", attempts=1,
-            modes=[Mode.mt, Mode.sr], sandbox=sandbox, store=store, base_image_map=base_image_map,
-        )  # fmt: skip
+            [task],
+            OracleScaffold(),
+            job_dir=work / f"{task.name}-oracle",
+            attempts=1,
+            modes=[Mode.mt, Mode.sr],
+            sandbox=sandbox,
+            store=store,
+            base_image_map=base_image_map,
+        )
         nop_dir = run_job(
-            [task], NopScaffold(), job_dir=work / f"{task.name}-nop", attempts=1,
-            modes=[Mode.mt], sandbox=sandbox, store=store, base_image_map=base_image_map,
-        )  # fmt: skip
+            [task],
+            NopScaffold(),
+            job_dir=work / f"{task.name}-nop",
+            attempts=1,
+            modes=[Mode.mt],
+            sandbox=sandbox,
+            store=store,
+            base_image_map=base_image_map,
+        )
         records, _ = read_results(oracle_dir / "results.jsonl")
         nop_records, _ = read_results(nop_dir / "results.jsonl")
         _check_runs(report, task, records, nop_records)

@@ -3,7 +3,7 @@
 import threading
 import time
 
-from evoround.throttle import model_slot, set_model_connections
+from evoround.throttle import ModelLimit, model_slot, set_model_connections, use_model_limit
 
 
 def _peak(n_threads: int) -> int:
@@ -37,3 +37,14 @@ def test_model_slot_bounds_calls_in_flight():
         assert _peak(6) > 2
     finally:
         set_model_connections(None)
+
+
+def test_an_installed_model_limit_is_the_one_calls_wait_for():
+    """The job installs its own ``ModelLimit``; agents' and the judge's slots come from it."""
+    limit = ModelLimit(3)
+    try:
+        use_model_limit(limit)
+        assert _peak(6) == 3
+    finally:
+        set_model_connections(None)
+    assert ModelLimit(None).n is None and _peak(6) > 2
