@@ -98,6 +98,33 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# The fast tier (``-m "not slow"``, a few minutes on 2 cores) leaves out every test that
+# needs the Docker engine (marked ``docker``, or given that mark by its ``docker_client``
+# fixture) and the files below, measured slowest without Docker (docs/testing.md has the
+# numbers). CI runs everything.
+SLOW_FILES = {
+    "tests/adversarial/test_redteam.py",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "docker: needs the Docker engine")
+    config.addinivalue_line(
+        "markers", "slow: not in the fast tier (-m 'not slow'); Docker tests and slow files"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        docker = item.get_closest_marker("docker") is not None
+        if "docker_client" in getattr(item, "fixturenames", ()) and not docker:
+            item.add_marker(pytest.mark.docker)
+            docker = True
+        if docker or item.path.relative_to(root).as_posix() in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
 # A skip whose reason matches one of these is a tool missing on this machine, not a test
 # that does not apply: the end of the run names each, with the command that installs it.
 # scripts/test.sh installs all of them but Docker itself (what CI runs).
