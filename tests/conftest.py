@@ -103,7 +103,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # fixture) and the files below, measured slowest without Docker (docs/testing.md has the
 # numbers). CI runs everything.
 SLOW_FILES = {
-    "tests/adversarial/test_redteam.py",
+    "tests/adversarial/test_redteam.py",  # an interpreter and a whole job per attack
+    "tests/verifiers/test_false_alarms.py",  # each honest suite graded three times
 }
 
 
