@@ -20,7 +20,6 @@ import pytest
 
 from evoround.results import Mode, RoundStatus
 from evoround.sandboxes._isolation import bwrap_available
-from evoround.snapshots import SnapshotStore
 from evoround.tasks import active_tests, load_task
 from evoround.verifiers import run_pytest
 from tests.adversarial.conditional import (
@@ -88,18 +87,6 @@ DOCKER_JOBS = ["cond_plugin", "module_skip"]
 def test_conditional_forgery_in_docker(tmp_path: Path, docker_client, name: str) -> None:
     job = f"adv-{uuid.uuid4().hex[:8]}"
     _round(tmp_path, name, "docker", job)
-    assert job_containers(docker_client, job) == []
-
-
-@pytest.fixture(scope="module")
-def docker_provider(docker_client, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    """One provider for the module's verifier-level cases; it must leave no container."""
-    from evoround.sandboxes.docker import DockerProvider
-
-    job = f"adv-{uuid.uuid4().hex[:8]}"
-    provider = DockerProvider(SnapshotStore(tmp_path_factory.mktemp("store")), job=job)
-    yield provider
-    provider.close()
     assert job_containers(docker_client, job) == []
 
 

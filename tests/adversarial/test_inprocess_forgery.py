@@ -102,18 +102,6 @@ def test_attack_is_detected_in_docker(tmp_path: Path, docker_client, attack: str
     assert job_containers(docker_client, job) == []
 
 
-@pytest.fixture(scope="module")
-def docker_provider(docker_client, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    """One provider for the module's verifier-level cases; it must leave no container."""
-    from evoround.sandboxes.docker import DockerProvider
-
-    job = f"adv-{uuid.uuid4().hex[:8]}"
-    provider = DockerProvider(SnapshotStore(tmp_path_factory.mktemp("store")), job=job)
-    yield provider
-    provider.close()
-    assert job_containers(docker_client, job) == []
-
-
 @pytest.mark.docker
 @pytest.mark.parametrize("attack", FORGING)
 def test_attack_is_detected_by_the_verifier_in_docker(docker_provider, attack: str):
