@@ -11,6 +11,7 @@ import sys
 import tempfile
 import traceback
 import types
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -111,6 +112,29 @@ def _process_state(
         os.environ.update(saved_env)
 
 
+@contextmanager
+def _fresh_warnings(err: io.StringIO) -> Iterator[None]:
+    """Warnings as a fresh interpreter shows them (Python's default filters), printed on
+    stderr where it prints them, instead of into pytest's warning summary: a warning is a
+    second stderr line the sweeps must see."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        for quiet in (
+            DeprecationWarning,
+            PendingDeprecationWarning,
+            ImportWarning,
+            ResourceWarning,
+        ):
+            warnings.filterwarnings("ignore", category=quiet)
+        warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+        try:
+            yield
+        finally:
+            for w in caught:
+                err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
+
+
 def _exit_code(code: object, err: io.StringIO) -> int:
     """What the interpreter makes of ``sys.exit(code)``: None is 0, a non-int is printed, 1."""
     if code is None or isinstance(code, int):
@@ -126,7 +150,8 @@ def evoround_cli(
     (``evoround.cli.main``: its one-line error handling and exit codes), in ~0.2 s where a
     fresh interpreter takes ~4 s. Environment as a subprocess of the suite would get it
     (``COLUMNS=200`` plus ``env``); stdout and stderr captured at both the Python and the
-    file-descriptor level, so what a child process prints counts too. An exception that
+    file-descriptor level, so what a child process prints counts too, and so do warnings
+    (shown as a fresh interpreter shows them, not in pytest's summary). An exception that
     escapes ``main`` is a traceback on stderr and exit 1, as in a real process. The
     subprocess form stays in tests/cli/test_entry_point.py."""
     from evoround.cli import main
@@ -134,7 +159,7 @@ def evoround_cli(
     out, err = io.StringIO(), io.StringIO()
     state = _process_state(args, {"COLUMNS": "200", **(env or {})}, cwd)
     with state, _fd_captured(1) as fd_out, _fd_captured(2) as fd_err:
-        with redirect_stdout(out), redirect_stderr(err):
+        with redirect_stdout(out), redirect_stderr(err), _fresh_warnings(err):
             try:
                 main()
                 code = 0
