@@ -8,8 +8,10 @@ broken CI machine shows up red instead of green-with-skips.
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,6 +96,84 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if left:
         print(f"\nthe test run left {len(left)} evoround container(s): {sorted(left)[:10]}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# The fast tier (``-m "not slow"``, a few minutes on 2 cores) leaves out every test that
+# needs the Docker engine (marked ``docker``, or given that mark by its ``docker_client``
+# fixture) and the files below, measured slowest without Docker (docs/testing.md has the
+# numbers). CI runs everything.
+SLOW_FILES = {
+    "tests/adversarial/test_redteam.py",  # an interpreter and a whole job per attack
+    "tests/verifiers/test_false_alarms.py",  # each honest suite graded three times
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "docker: needs the Docker engine")
+    config.addinivalue_line(
+        "markers", "slow: not in the fast tier (-m 'not slow'); Docker tests and slow files"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        docker = item.get_closest_marker("docker") is not None
+        if "docker_client" in getattr(item, "fixturenames", ()) and not docker:
+            item.add_marker(pytest.mark.docker)
+            docker = True
+        if docker or item.path.relative_to(root).as_posix() in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
+# A skip whose reason matches one of these is a tool missing on this machine, not a test
+# that does not apply: the end of the run names each, with the command that installs it.
+# scripts/test.sh installs all of them but Docker itself (what CI runs).
+MISSING_TOOLS: list[tuple[str, str, str]] = [
+    (r"Docker engine unavailable", "Docker engine", "install Docker Engine and start dockerd"),
+    (r"base image \S+ missing", "offline base image", "evoround images bootstrap"),
+    (r"bubblewrap does not work", "bubblewrap", "apt-get install -y bubblewrap"),
+    (r"no writable cgroup", "writable cgroup v2", "run as root on a cgroup v2 host"),
+    (r"chromium not installed", "Chromium", "apt-get install -y chromium"),
+    (r"no tmux", "tmux", "apt-get install -y tmux"),
+    (r"Harbor .* not installed|install-harbor", "Harbor's interpreter", "evoround install-harbor"),
+    (r"install-proxy|proxy venv", "LiteLLM proxy", "evoround install-proxy"),
+    (r"no `evoround` script", "the evoround script", "pip install -e '.[dev]'"),
+]
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # (path, line, "Skipped: why")
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def missing_tools(reports: list[pytest.TestReport]) -> Counter[tuple[str, str]]:
+    """How many skipped tests each missing tool accounts for: (tool, install command)."""
+    found: Counter[tuple[str, str]] = Counter()
+    for report in reports:
+        reason = _skip_reason(report)
+        for pattern, tool, command in MISSING_TOOLS:
+            if re.search(pattern, reason):
+                found[tool, command] += 1
+                break
+    return found
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int) -> None:  # noqa: ANN001
+    """Outside CI a test that needs Docker (or bubblewrap, Chromium...) skips, which a
+    green run would hide among its dots: say what did not run and how to get it."""
+    found = missing_tools(terminalreporter.stats.get("skipped", []))
+    if not found:
+        return
+    tr = terminalreporter
+    tr.write_sep("=", f"{sum(found.values())} tests skipped for a missing tool", yellow=True)
+    for (tool, command), n in found.most_common():
+        tr.write_line(f"{n:5d} need {tool}: {command}")
+    tr.write_line(
+        "scripts/test.sh installs all but Docker itself and runs the full suite, as CI does"
+    )
 
 
 def write_task(

@@ -2,6 +2,12 @@
 on hardened local (bubblewrap) and on Docker; skips from the code under test are failures.
 
 Every agent here implements nothing; see ``conditional.py`` for the attacks.
+
+Each case runs as a whole job on hardened local. On Docker each case is graded where the
+defence lives, by ``run_pytest`` in a container (the container's own Python and pytest,
+older than the host's, so every case is needed there too), and two cases, one per expected
+status, run as whole jobs: the engine's mapping from verdict to status and the clone it
+verifies in are the same code for every case.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ import pytest
 
 from evoround.results import Mode, RoundStatus
 from evoround.sandboxes.local._isolation import bwrap_available
-from evoround.tasks import load_task
+from evoround.tasks import active_tests, load_task
+from evoround.verifiers import run_pytest
 from tests.adversarial.conditional import (
     ALWAYS_EQUAL_SUITES,
     CONDITIONAL,
@@ -71,9 +78,30 @@ def test_conditional_forgery_on_hardened_local(
     _round(tmp_path, name, "local")
 
 
+# one case per expected status: a conditional forgery and a skip from the code under test
+DOCKER_JOBS = ["cond_plugin", "module_skip"]
+
+
 @pytest.mark.docker
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", DOCKER_JOBS)
 def test_conditional_forgery_in_docker(tmp_path: Path, docker_client, name: str) -> None:
     job = f"adv-{uuid.uuid4().hex[:8]}"
     _round(tmp_path, name, "docker", job)
     assert job_containers(docker_client, job) == []
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conditional_forgery_graded_in_docker(docker_provider, name: str) -> None:
+    """The verdict ``_round`` checks, from the verifier itself: integrity evidence for a
+    forgery, an honest failure (no evidence, no timeout, no error) for a skip."""
+    task_dir, path, content, want = CASES[name]
+    task = load_task(task_dir)
+    with docker_provider.create(task, f"t/{name}") as sb:
+        sb.write_file(path, content)
+        res = run_pytest(sb, active_tests(task, 1), 1, timeout=60)
+    assert not res.passed, res
+    if want is RoundStatus.integrity_violation:
+        assert res.integrity, (res.problems, res.tests)
+    else:
+        assert (res.integrity, res.timed_out, res.error) == ([], False, None), res

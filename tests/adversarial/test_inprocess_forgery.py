@@ -77,8 +77,14 @@ def test_job_records_integrity_violation(tmp_path: Path, attack: str):
     assert r1.integrity_evidence
 
 
+# Whole Docker jobs for two attacks (a patched report factory, an exit from sessionfinish):
+# the engine's verdict-to-status mapping and the verification clone are the same code for
+# every attack, so the rest are graded in a container by the verifier itself below.
+DOCKER_JOBS = ["report_factory", "sessionfinish_exit"]
+
+
 @pytest.mark.docker
-@pytest.mark.parametrize("attack", FORGING)
+@pytest.mark.parametrize("attack", DOCKER_JOBS)
 def test_attack_is_detected_in_docker(tmp_path: Path, docker_client, attack: str):
     job = f"adv-{uuid.uuid4().hex[:8]}"
     scaffold = attack_scaffold(tmp_path, attack)
@@ -94,6 +100,19 @@ def test_attack_is_detected_in_docker(tmp_path: Path, docker_client, attack: str
     else:
         assert r1.integrity_evidence
     assert job_containers(docker_client, job) == []
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("attack", FORGING)
+def test_attack_is_detected_by_the_verifier_in_docker(docker_provider, attack: str):
+    """Every attack against the container's own Python and pytest (older than the host's):
+    flagged, or without effect."""
+    task = load_task(COUNTER)
+    with docker_provider.create(task, f"t/{attack}") as sb:
+        sb.write_file("counter.py", ATTACKS[attack])
+        res = run_pytest(sb, active_tests(task, 1), 1, timeout=60)
+    assert not res.passed, res
+    assert_defeated(attack, res)
 
 
 TRICKY_SUITE = """import pytest

@@ -1,4 +1,4 @@
-"""Bad input to ``evoround`` as a user types it (real subprocesses).
+"""Bad input to ``evoround`` as a user types it (the entry point, in-process).
 
 Table-driven: every row is one malformed or hostile command line. Each must end with
 exit 2, exactly one line on stderr that names the option (or file) and the value, no
@@ -8,25 +8,17 @@ traceback, and nothing written: no job folder, no job.json, nothing outside ``--
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import COUNTER, copy_counter
-
-CLI = [sys.executable, "-m", "evoround.cli"]
+from tests.helpers import COUNTER, CliResult, copy_counter, evoround_cli
 
 
-def evoround(*args: str, cwd: Path | None = None, env: dict | None = None,
-             timeout: float = 120) -> subprocess.CompletedProcess:  # fmt: skip
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )  # fmt: skip
+def evoround(*args: str, cwd: Path | None = None, env: dict | None = None) -> CliResult:
+    """The command in-process (tests/helpers.py), through the entry point's own error handling."""
+    return evoround_cli(*args, env=env, cwd=cwd)
 
 
 def _setup(tmp: Path) -> dict[str, str]:
@@ -145,7 +137,7 @@ TASK_ROWS: list[tuple[str, list[str], list[str]]] = [
 ]
 
 
-def _check_one_line(res: subprocess.CompletedProcess, words: list[str]) -> None:
+def _check_one_line(res: CliResult, words: list[str]) -> None:
     assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
     assert "Traceback" not in res.stderr and "Traceback" not in res.stdout
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]

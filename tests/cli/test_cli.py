@@ -1,4 +1,5 @@
-"""The evoround command as a user runs it (real subprocesses)."""
+"""The evoround command as a user runs it (in-process through its entry point; the Ctrl-C
+and resume-after-a-signal tests start real processes)."""
 
 import json
 import os
@@ -9,21 +10,15 @@ import time
 from pathlib import Path
 
 from evoround.results import read_results
-from tests.helpers import COUNTER, copy_counter
+from tests.helpers import COUNTER, CliResult, copy_counter, evoround_cli
 
 CLI = [sys.executable, "-m", "evoround.cli"]
 
 
-def evoround(
-    *args: str, env: dict | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {}), "COLUMNS": "200"},
-    )
+def evoround(*args: str, env: dict | None = None, timeout: float = 300) -> CliResult:
+    """The command in-process, through its entry point (tests/helpers.py); ``timeout`` is
+    for the subprocess form these tests had (the Ctrl-C tests below still start one)."""
+    return evoround_cli(*args, env=env)
 
 
 def test_help_lists_commands():

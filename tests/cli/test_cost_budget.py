@@ -2,7 +2,8 @@
 and the lean install (no litellm) that still runs the oracle.
 
 Real parts: the replay server over HTTP answers evoround-agent through litellm, the
-verifier runs real pytest, the CLI runs as a subprocess.
+verifier runs real pytest, the CLI runs in-process through its entry point (the lean
+install in a subprocess of its own: it hides litellm from a fresh interpreter).
 """
 
 from __future__ import annotations
@@ -15,16 +16,15 @@ from pathlib import Path
 from evoround import api
 from evoround.results import read_results
 from evoround.scaffolds import ModelOptions, serve
-from tests.helpers import COUNTER
+from tests.helpers import COUNTER, CliResult, evoround_cli
 
-CLI = [sys.executable, "-m", "evoround.cli"]
 # every round (the counter task has 4): one plain answer, no tool call, so the agent stops
 SILENT = {"rounds": [[{"text": "Nothing to do."}] for _ in range(4)]}
 
 
-def evoround(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})  # fmt: skip
+def evoround(*args: str, env: dict | None = None) -> CliResult:
+    """The command in-process, through its entry point (tests/helpers.py)."""
+    return evoround_cli(*args, env=env)
 
 
 def test_cost_is_priced_per_round_attempt_and_job(tmp_path: Path) -> None:

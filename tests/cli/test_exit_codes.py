@@ -2,7 +2,8 @@
 
 0: every attempt evaluated; 1: the job finished but some rounds were not evaluated
 (infra, model_api, judge errors); 2: usage or task error, nothing ran; 130: interrupted.
-Real subprocesses, the real replay server over HTTP, real pytest verification.
+The CLI in-process through its entry point (real processes where a signal or the printed
+resume command needs one), the real replay server over HTTP, real pytest verification.
 """
 
 from __future__ import annotations
@@ -21,17 +22,15 @@ import yaml
 
 from evoround.results import RoundStatus, read_results
 from evoround.scaffolds import serve
-from tests.helpers import COUNTER, copy_counter
+from tests.helpers import COUNTER, CliResult, copy_counter, evoround_cli
 
 CLI = [sys.executable, "-m", "evoround.cli"]
 
 
-def evoround(*args: str, env: dict | None = None, timeout: float = 300,
-             cwd: Path | None = None) -> subprocess.CompletedProcess:  # fmt: skip
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )  # fmt: skip
+def evoround(*args: str, env: dict | None = None, cwd: Path | None = None) -> CliResult:
+    """The command in-process, through its entry point (tests/helpers.py); the resume and
+    missing-extra tests below start interpreters of their own."""
+    return evoround_cli(*args, env=env, cwd=cwd)
 
 
 def _statuses(job: Path) -> set[RoundStatus]:
@@ -146,7 +145,7 @@ def test_dockerfile_that_does_not_build_is_exit_1(tmp_path: Path, docker_client)
     )
     res = evoround("run", str(root), "--sandbox", "docker", "--mode", "mt", "--out",
                    str(tmp_path / "runs"), "--job", "j", "--retry-on-error", "0",
-                   env={"EVOROUND_HOME": str(tmp_path / "h")}, timeout=600)  # fmt: skip
+                   env={"EVOROUND_HOME": str(tmp_path / "h")})  # fmt: skip
     assert res.returncode == 1, res.stderr[-2000:]
     assert _statuses(tmp_path / "runs" / "j") == {RoundStatus.infra}
     line = res.stderr.strip().splitlines()[-1]

@@ -3,32 +3,28 @@
 A model-backed agent runs code nobody has read: Docker by default, and with no engine to
 reach the run stops (exit 2, one line naming both ways out) instead of falling back to the
 host. ``--sandbox local`` still works for it, with one line saying local is for trusted
-agents. Scripted, oracle and nop agents keep the local default. Real subprocesses, the
+agents. Scripted, oracle and nop agents keep the local default. The CLI in-process, the
 real replay server; "no engine" is a ``DOCKER_HOST`` that points nowhere.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evoround.cli._checks import UsageError, choose_sandbox
 from evoround.scaffolds import serve
-from tests.helpers import COUNTER
+from tests.helpers import COUNTER, CliResult, evoround_cli
 
-CLI = [sys.executable, "-m", "evoround.cli"]
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
 SILENT = {"rounds": [[{"text": "Nothing to do."}] for _ in range(4)]}
 
 
-def evoround(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})  # fmt: skip
+def evoround(*args: str, env: dict | None = None) -> CliResult:
+    """The command in-process, through its entry point (tests/helpers.py)."""
+    return evoround_cli(*args, env=env)
 
 
 def test_choice_by_agent_kind_and_engine() -> None:
