@@ -222,7 +222,7 @@ def _cross_check(run: _Run) -> tuple[list[str], list[str]]:
     """(integrity evidence, ordinary problems) of one run; see :mod:`._guard`.
 
     ``run.cut``: bytes the sandbox dropped from the middle of the output (see
-    ``evoround.sandboxes._capture``). Records of the channel may be among them, so what is
+    ``evoround.sandboxes.common._capture``). Records of the channel may be among them, so what is
     missing (or cut in two) is then no evidence: it fails the round as a problem instead.
     """
     ch, cut = run.ch, run.cut
