@@ -53,8 +53,10 @@ class PlainObserver(JobObserver):
 
     def _elapsed(self) -> str:
         sec = int(time.monotonic() - self._t0)
-        return f"{sec // 3600}h{sec % 3600 // 60:02d}m{sec % 60:02d}s" if sec >= 3600 else (
-            f"{sec // 60}m{sec % 60:02d}s" if sec >= 60 else f"{sec}s"
+        return (
+            f"{sec // 3600}h{sec % 3600 // 60:02d}m{sec % 60:02d}s"
+            if sec >= 3600
+            else (f"{sec // 60}m{sec % 60:02d}s" if sec >= 60 else f"{sec}s")
         )
 
     # -- hooks (worker threads) ---------------------------------------------------------

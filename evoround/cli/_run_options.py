@@ -255,6 +255,7 @@ MaxTokensTotalOpt = Annotated[
     typer.Option(min=1, help="Budget in tokens over the whole job (like --max-cost, in tokens)."),
 ]
 
+
 class ProgressChoice(StrEnum):
     auto = "auto"
     live = "live"

@@ -21,7 +21,9 @@ from evoround.results import read_results
 from tests.helpers import COUNTER
 
 CLI = [sys.executable, "-m", "evoround.cli"]
-ROUND_LINE = re.compile(r"^\[\d\d:\d\d:\d\d\] oracle: counter (mt|sr)-01 round (\d) passed \((\d)/8\)$")
+ROUND_LINE = re.compile(
+    r"^\[\d\d:\d\d:\d\d\] oracle: counter (mt|sr)-01 round (\d) passed \((\d)/8\)$"
+)
 
 
 def test_stderr_to_a_file_gets_one_line_per_round_a_heartbeat_and_the_summary(
