@@ -138,9 +138,14 @@ class PlainObserver(JobObserver):
         self._beat.join(timeout=5)
         self._beat = None
         with self._lock:
-            counts = " ".join(f"{k}={v}" for k, v in sorted(self.status.items())) or "no rounds"
+            counts = " ".join(f"{k}={v}" for k, v in sorted(self.status.items()))
+            recorded = sum(self.status.values())
             done, total = self.done, self.total
-        self._line(f"ended: {done}/{total} rounds ({counts}) in {self._elapsed()}")
+        # settled counts the rounds a fail-stop attempt never reached; recorded, what ran
+        self._line(
+            f"ended: {done}/{total} rounds settled, {recorded} recorded "
+            f"({counts or 'none'}) in {self._elapsed()}"
+        )
 
 
 class QuietObserver(JobObserver):

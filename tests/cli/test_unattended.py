@@ -48,7 +48,11 @@ def test_stderr_to_a_file_gets_one_line_per_round_a_heartbeat_and_the_summary(
     }
     assert lines[0].endswith("oracle: job started: 8 rounds in 5 units"), lines[0]
     assert any(" oracle: alive: " in line and "rounds · running: " in line for line in lines)
-    end = next(i for i, line in enumerate(lines) if "oracle: ended: 8/8 rounds (passed=8)" in line)
+    end = next(
+        i
+        for i, line in enumerate(lines)
+        if "oracle: ended: 8/8 rounds settled, 8 recorded (passed=8)" in line
+    )
     assert any("Leaderboard" in line for line in lines[end:])  # the report follows the progress
     assert "\x1b[" not in text  # no terminal control codes in a log
 
