@@ -73,6 +73,8 @@ class Settings(BaseSettings):
     """Retries of an attempt after an infra failure (run --retry-on-error overrides)."""
     infra_backoff_max: float = Field(default=20.0, gt=0, le=3600, allow_inf_nan=False)
     """Longest wait, in seconds, between infra retries (exponential from 0.5 s)."""
+    heartbeat_sec: float = Field(default=60.0, gt=0, le=86400, allow_inf_nan=False)
+    """Seconds between the heartbeat lines of plain progress (``run --progress plain``)."""
     base_image: str | None = None
     """The local base image task Dockerfiles build on (``EVOROUND_BASE_IMAGE``)."""
     base_image_map: dict[str, str] = Field(default_factory=dict)

@@ -99,6 +99,17 @@ def _rich_handler(console: Console, debug: bool) -> RichHandler:
     )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"evoround {version('evoround')}")
+        except PackageNotFoundError:  # a source tree never installed
+            print("evoround (version unknown: not installed)")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _options(
     verbose: Annotated[
@@ -109,6 +120,15 @@ def _options(
         typer.Option(
             "--debug",
             help="Show the engine's DEBUG log, and the traceback of an unexpected error.",
+        ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_show_version,
+            help="Print evoround's version and exit.",
         ),
     ] = False,
 ) -> None:
@@ -149,9 +169,23 @@ def given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name != "DEFAULT"
 
 
-def _sigterm_as_interrupt(signum: int, frame: object) -> None:
-    # SIGTERM takes the same path as Ctrl-C: sandboxes are closed, results stay valid.
+def _stop_signal(signum: int, frame: object) -> None:
+    # SIGINT and SIGTERM take the path of Ctrl-C: sandboxes are closed, results stay valid.
     raise KeyboardInterrupt
+
+
+def stop_on_signals() -> None:
+    """SIGINT and SIGTERM stop a job the way Ctrl-C does (recorded rounds kept, exit 130).
+
+    Installed when a job starts, whatever the inherited disposition: a job started from a
+    script with ``cmd &`` inherits SIGINT ignored, and ``kill -INT`` would do nothing. A
+    second signal during the grace period aborts at once (the engine's path)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may set handlers (a test runner's worker thread)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stop_signal)
 
 
 def _is(e: BaseException, name: str) -> bool:
@@ -178,7 +212,7 @@ def main() -> None:  # pragma: no cover - console entry point
 
 def _run_app() -> int:
     """Run the app; a usage error is one line on stderr and exit 2, never a boxed panel."""
-    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    signal.signal(signal.SIGTERM, _stop_signal)  # any command; a job adds SIGINT
     try:
         rv = app(standalone_mode=False)
     except Exception as e:

@@ -9,6 +9,7 @@ with the live display and prints the report. Nothing here computes a result.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,7 @@ from evoround.cli._app import (
     parse_image_map,
     parse_window,
     setup_logging,
+    stop_on_signals,
 )
 from evoround.cli._checks import (
     LOCAL_TRUSTED_NOTE,
@@ -79,6 +81,8 @@ from evoround.cli._run_options import (
     ModeOpt,
     OnFailOpt,
     OutDirOpt,
+    ProgressChoice,
+    ProgressOpt,
     ProxyOpt,
     RayAddressOpt,
     ReasoningEffortOpt,
@@ -159,6 +163,7 @@ def run(
     ray_address: RayAddressOpt = None,
     max_cost: MaxCostOpt = None,
     max_tokens_total: MaxTokensTotalOpt = None,
+    progress: ProgressOpt = ProgressChoice.auto,
     verbose: VerboseOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -325,9 +330,10 @@ def _given_options(request: RunRequest, flags: RunFlags) -> dict[str, object]:
 
 
 def _execute(request: RunRequest, flags: RunFlags, console: Console) -> RunResult:
-    """Phase 3, run: the job with the live display; Ctrl-C or SIGTERM ends it resumable."""
+    """Phase 3, run: the job with its progress display; SIGINT (Ctrl-C) or SIGTERM ends it
+    resumable."""
     from evoround import api
-    from evoround.cli._live import LiveObserver
+    from evoround.cli._plain import job_observer
     from evoround.engine import JobConfigMismatch
     from evoround.scaffolds import is_model_agent
     from evoround.scaffolds.proxy import ProxyError
@@ -335,8 +341,10 @@ def _execute(request: RunRequest, flags: RunFlags, console: Console) -> RunResul
 
     agent = request.agent or "oracle"
     trusted = request.sandbox == "local" and is_model_agent(agent)
-    live = LiveObserver(console, agent, LOCAL_TRUSTED_NOTE.format(agent=agent) if trusted else None)
+    notice = LOCAL_TRUSTED_NOTE.format(agent=agent) if trusted else None
+    live = job_observer(flags.progress.value, console, agent, notice)
     proxy = (lambda m, d: _start_proxy(agent, m, d, console)) if flags.proxy else None
+    stop_on_signals()  # also when started with SIGINT ignored (`cmd &` in a script)
     try:
         return api.run_request(
             request, observer=live, select=lambda ts: _selected(ts, flags), proxy=proxy
@@ -461,6 +469,7 @@ def demo(
     sandbox: Annotated[SandboxChoice, typer.Option(help="Where attempts run.")] = (
         SandboxChoice.local
     ),
+    progress: ProgressOpt = ProgressChoice.auto,
 ) -> None:
     """Run the bundled library with five agents (oracle, nop and three scripted), then report.
 
@@ -474,20 +483,25 @@ def demo(
     except UsageError as e:
         raise fail(str(e)) from None
     stamp = datetime.now().strftime("%Y-%m-%d__%H-%M-%S")
-    job_dirs = _demo_jobs(out_dir, stamp, sandbox.value)
+    job_dirs = _demo_jobs(out_dir, stamp, sandbox.value, progress.value)
     _print_demo(out_dir, stamp, job_dirs)
 
 
-def _demo_jobs(out_dir: Path, stamp: str, sandbox: str) -> list[Path]:
-    """One job per demo agent under a progress bar; Ctrl-C keeps what was recorded."""
+def _demo_jobs(out_dir: Path, stamp: str, sandbox: str, shown: str) -> list[Path]:
+    """One job per demo agent under a progress bar (``--progress live``) or plain lines;
+    SIGINT or SIGTERM keeps what was recorded."""
     from evoround import api
     from evoround.cli._live import ProgressObserver, progress_bar
+    from evoround.cli._plain import job_observer
     from evoround.tasks import TaskFormatError
 
     console = err()
     job_dirs: list[Path] = []
+    if shown == "auto":
+        shown = "live" if console.is_terminal else "plain"
+    stop_on_signals()
     try:
-        with progress_bar(console) as progress:
+        with progress_bar(console) if shown == "live" else nullcontext() as progress:
             for agent in DEMO_AGENTS:
                 job_dir = out_dir / f"{stamp}__demo__{agent.replace(':', '-')}"
                 request = api.RunRequest(
@@ -498,8 +512,16 @@ def _demo_jobs(out_dir: Path, stamp: str, sandbox: str) -> list[Path]:
                     sandbox=sandbox,
                     modes=tuple(modes_of(ModeChoice.both)),
                 )
-                observer = ProgressObserver(progress, agent)
-                api.run_request(request, observer=observer, select=_rules_checked)
+                observer = (
+                    ProgressObserver(progress, agent)
+                    if progress is not None
+                    else job_observer(shown, console, agent)
+                )
+                try:
+                    api.run_request(request, observer=observer, select=_rules_checked)
+                finally:
+                    if not isinstance(observer, ProgressObserver):
+                        observer.close()
                 job_dirs.append(job_dir)
     except (TaskFormatError, ValueError) as e:
         raise fail(str(e), console=console) from None

@@ -7,6 +7,7 @@ phases of a run (parse, decide, run, report) and not as 250 lines of option help
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -254,6 +255,23 @@ MaxTokensTotalOpt = Annotated[
     typer.Option(min=1, help="Budget in tokens over the whole job (like --max-cost, in tokens)."),
 ]
 
+
+class ProgressChoice(StrEnum):
+    auto = "auto"
+    live = "live"
+    plain = "plain"
+    none = "none"
+
+
+ProgressOpt = Annotated[
+    ProgressChoice,
+    typer.Option(
+        help="How a running job shows progress on stderr: live (a table redrawn in place), "
+        "plain (one line per recorded round and a heartbeat, for logs, CI and nohup), "
+        "none; auto: live on a terminal, plain otherwise.",
+    ),
+]
+
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show the engine's log (INFO) on stderr.")
 ]
@@ -314,6 +332,7 @@ class RunFlags:
     ray_address: str | None
     max_cost: float | None
     max_tokens_total: int | None
+    progress: ProgressChoice
     verbose: bool
     debug: bool
     typed: frozenset[str] = frozenset()

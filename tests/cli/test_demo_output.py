@@ -28,7 +28,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     mp.setattr(run_module, "library_path", lambda: FIXTURES / "tasks")
     mp.setenv("COLUMNS", "200")
     try:
-        res = CliRunner().invoke(app, ["demo", "--out", str(out)])
+        # what a newcomer reads on a terminal (captured here, auto would choose plain lines)
+        res = CliRunner().invoke(app, ["demo", "--out", str(out), "--progress", "live"])
     finally:
         mp.undo()
     assert res.exit_code == 0, res.output
