@@ -22,7 +22,7 @@ from evoround.engine._controller import RunContext
 from evoround.engine._executor import Executor, RunOptions, UnitRunner, infra_result
 from evoround.engine._joblock import job_lock
 from evoround.engine._limits import LimitedProvider, Limits
-from evoround.engine._resume import drop_infra_failures
+from evoround.engine._resume import drop_infra_failures, set_aside_unusable
 from evoround.engine._units import (
     JobObserver,
     LocalRunner,
@@ -281,10 +281,14 @@ def _plan(
     job: _Job, observer: JobObserver, options: RunOptions
 ) -> tuple[list[RoundResult], list[Unit]]:
     """The rounds already recorded and the units still to run (a re-run continues)."""
+    config = job.config
+    window = config.rounds_window
+    set_aside = set_aside_unusable(job.job_dir, window[0] if window else 1)
+    if set_aside is not None:
+        logging.getLogger(__name__).warning("%s", set_aside)
     if options.retry_failed:
         drop_infra_failures(job.job_dir)
     existing, _ = read_results(job.job_dir / "results.jsonl")
-    config = job.config
     units = plan_units(
         job.tasks,
         config.modes,
