@@ -122,6 +122,9 @@ def _try_take(path: Path, job: str) -> int | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not _same_file(fd, path):  # its holder released it just now
+                os.close(fd)
+                return None
             raise JobLocked(_describe(job, _read_record(path), path)) from None
         if not _same_file(fd, path):
             os.close(fd)
