@@ -165,4 +165,4 @@ def set_aside_unusable(job_dir: Path, first_round: int = 1) -> str | None:
         )
         if s
     ]
-    return f"{path}: moved {', '.join(kinds)} to {SET_ASIDE}; their rounds run again"
+    return f"{path}: moved {', '.join(kinds)} to {SET_ASIDE}; the rounds now missing run again"
