@@ -1,6 +1,7 @@
 """A job: every (task, mode, attempt) of one agent, with its results and artefacts.
 
-The job writes ``job.json`` (the config lock) first, then streams RoundResults to
+The job takes ``job.lock`` (one run at a time, :mod:`evoround.engine._joblock`), writes
+``job.json`` (the config lock), then streams RoundResults to
 ``results.jsonl``. Units already fully recorded in results.jsonl are not re-run,
 so re-running the same job directory continues where it stopped.
 """
@@ -19,8 +20,9 @@ from pydantic import ValidationError
 
 from evoround.engine._controller import RunContext
 from evoround.engine._executor import Executor, RunOptions, UnitRunner, infra_result
+from evoround.engine._joblock import job_lock
 from evoround.engine._limits import LimitedProvider, Limits
-from evoround.engine._resume import drop_infra_failures
+from evoround.engine._resume import drop_infra_failures, set_aside_unusable
 from evoround.engine._units import (
     JobObserver,
     LocalRunner,
@@ -161,7 +163,6 @@ def run_job(
             t.name: TaskRef(digest=t.digest, n_rounds=t.n_rounds, path=str(t.path)) for t in tasks
         },
     )
-    write_job_config(job_dir, config)
     job = _Job(
         tasks=tasks,
         scaffold=scaffold,
@@ -172,7 +173,9 @@ def run_job(
         keep_snapshots=keep_snapshots,
         proxy=proxy,
     )
-    return _execute(job, observer or JobObserver(), options)
+    with job_lock(job_dir):  # released at the end, on Ctrl-C/SIGTERM and on errors
+        write_job_config(job_dir, config)
+        return _execute(job, observer or JobObserver(), options)
 
 
 def check_window(tasks: list[Task], window: tuple[int, int | None] | None) -> None:
@@ -278,10 +281,14 @@ def _plan(
     job: _Job, observer: JobObserver, options: RunOptions
 ) -> tuple[list[RoundResult], list[Unit]]:
     """The rounds already recorded and the units still to run (a re-run continues)."""
+    config = job.config
+    window = config.rounds_window
+    set_aside = set_aside_unusable(job.job_dir, window[0] if window else 1)
+    if set_aside is not None:
+        logging.getLogger(__name__).warning("%s", set_aside)
     if options.retry_failed:
         drop_infra_failures(job.job_dir)
     existing, _ = read_results(job.job_dir / "results.jsonl")
-    config = job.config
     units = plan_units(
         job.tasks,
         config.modes,

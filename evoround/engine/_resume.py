@@ -16,7 +16,14 @@ from pathlib import Path
 
 from evoround.engine._controller import ResumeFrom
 from evoround.fileio import atomic_write
-from evoround.results import INFRA_STATUSES, Mode, RoundResult, read_results
+from evoround.results import (
+    INFRA_STATUSES,
+    Mode,
+    ResultLine,
+    RoundResult,
+    read_results,
+    scan_results,
+)
 from evoround.sandboxes import SandboxError, SandboxProvider
 from evoround.scaffolds import STATE_DIR
 from evoround.snapshots import SnapshotStore
@@ -100,3 +107,62 @@ def drop_infra_failures(job_dir: Path) -> int:
         os.fsync(f.fileno())
     atomic_write(path, "".join(json.dumps(json.loads(r.model_dump_json())) + "\n" for r in kept))
     return len(dropped)
+
+
+SET_ASIDE = "results.set-aside.jsonl"
+"""Lines of results.jsonl a run could not build on, moved aside (kept, never counted)."""
+
+
+def _after_gaps(lines: list[ResultLine], first_round: int) -> set[int]:
+    """Line numbers of MT records that follow a missing round of their attempt: the
+    attempt continues from the round before the gap, so they will be run again."""
+    groups: dict[AttemptKey, list[ResultLine]] = defaultdict(list)
+    for line in lines:
+        r = line.record
+        if r is not None and r.mode is Mode.mt:
+            groups[(r.task, r.mode.value, r.attempt)].append(line)
+    out: set[int] = set()
+    for group in groups.values():
+        expected, broken = first_round, False
+        for line in sorted(group, key=lambda ln: ln.record.round if ln.record else 0):
+            assert line.record is not None
+            broken = broken or line.record.round != expected
+            if broken:
+                out.add(line.number)
+            expected += 1
+    return out
+
+
+def set_aside_unusable(job_dir: Path, first_round: int = 1) -> str | None:
+    """Before a run (under the job lock): take out of results.jsonl what a resume cannot
+    build on, into :data:`SET_ASIDE`: unreadable (torn) lines, second records of a key,
+    and MT records after a missing round (see :func:`_after_gaps`). Their rounds are then
+    missing, so the run re-runs them. ``first_round``: the first round of the job's
+    ``--rounds`` window. Returns one line saying what was set aside (None: nothing).
+
+    Atomic like :func:`drop_infra_failures`: the set-aside lines are fsynced first, then
+    results.jsonl is replaced whole."""
+    path = job_dir / "results.jsonl"
+    lines = scan_results(path)
+    torn = {ln.number for ln in lines if ln.record is None}
+    dup = {ln.number for ln in lines if ln.record is not None and ln.first is not None}
+    usable = [ln for ln in lines if ln.number not in torn | dup]
+    gaps = _after_gaps(usable, first_round)
+    bad = torn | dup | gaps
+    if not bad:
+        return None
+    with open(job_dir / SET_ASIDE, "a", encoding="utf-8") as f:
+        f.write("".join(ln.text + "\n" for ln in lines if ln.number in bad))
+        f.flush()
+        os.fsync(f.fileno())
+    atomic_write(path, "".join(ln.text + "\n" for ln in usable if ln.number not in gaps))
+    kinds = [
+        f"{len(s)} {what}"
+        for s, what in (
+            (torn, "unreadable line(s)"),
+            (dup, "duplicate record(s)"),
+            (gaps, "record(s) after a missing round"),
+        )
+        if s
+    ]
+    return f"{path}: moved {', '.join(kinds)} to {SET_ASIDE}; the rounds now missing run again"

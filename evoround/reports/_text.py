@@ -15,7 +15,7 @@ from evoround.reports._uncertainty import (
     JobUncertainty,
     job_uncertainty,
 )
-from evoround.results import JobView, Metrics, Mode, RoundStatus, cost_of
+from evoround.results import JobView, Metrics, Mode, RoundStatus, cost_of, problem_summary
 
 
 def pct(x: float | None) -> str:
@@ -360,8 +360,9 @@ def print_report(
             console.print(f"[yellow]note:[/] {v.config.agent} {note}", highlight=False)
         if v.isolation() is not None:
             console.print(f"sandbox: local, isolation {v.isolation()}", highlight=False)
-        for p in v.problems:
-            console.print(f"[yellow]warning:[/] {p}")
+        summary = problem_summary(v.problems)
+        if summary is not None:
+            console.print(f"[yellow]warning:[/] {summary}", highlight=False)
         bad = integrity_violations(v)
         if bad:
             console.print(

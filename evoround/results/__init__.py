@@ -17,7 +17,14 @@ from evoround.results._jobdir import (
     read_job_config,
 )
 from evoround.results._metrics import Metrics, compute_metrics, dedupe
-from evoround.results._recorder import ResultsWriter, read_results
+from evoround.results._recorder import (
+    DuplicateRecord,
+    ResultLine,
+    ResultsWriter,
+    problem_summary,
+    read_results,
+    scan_results,
+)
 from evoround.results._records import (
     INFRA_STATUSES,
     Mode,
@@ -36,6 +43,7 @@ from evoround.results._trajectory import EventType, TrajectoryEvent, truncate
 __all__ = [
     "ISOLATION_FILE",
     "Cost",
+    "DuplicateRecord",
     "cost_of",
     "CheckOutcome",
     "CheckResult",
@@ -48,6 +56,7 @@ __all__ = [
     "Mode",
     "ModelUsage",
     "NotAJobDir",
+    "ResultLine",
     "ResultsWriter",
     "RoundResult",
     "RoundStatus",
@@ -63,6 +72,8 @@ __all__ = [
     "dedupe",
     "load_job",
     "read_job_config",
+    "problem_summary",
     "read_results",
+    "scan_results",
     "truncate",
 ]

@@ -10,20 +10,27 @@ from evoround.sandboxes._providers import docker_reachable, make_provider
 from evoround.sandboxes.common import (
     READ_LIMIT,
     ExecResult,
+    Here,
+    OwnerRecord,
     Sandbox,
     SandboxError,
     SandboxProvider,
     SandboxUnavailable,
     UnsafeFile,
     VerifierPython,
+    owner_dead,
+    process_start,
+    this_owner,
 )
 from evoround.sandboxes.local import LocalProvider, LocalSandbox, choose_isolation
 
 __all__ = [
     "READ_LIMIT",
     "ExecResult",
+    "Here",
     "LocalProvider",
     "LocalSandbox",
+    "OwnerRecord",
     "Sandbox",
     "SandboxError",
     "SandboxProvider",
@@ -33,4 +40,7 @@ __all__ = [
     "choose_isolation",
     "docker_reachable",
     "make_provider",
+    "owner_dead",
+    "process_start",
+    "this_owner",
 ]

@@ -630,4 +630,5 @@ def test_a_torn_last_line_is_a_warning_not_an_error(tmp_path: Path) -> None:
     results.write_bytes(results.read_bytes()[:-40])
     res = evoround("report", "--no-html", str(job_dir))
     assert res.returncode == 0, res.stderr
-    assert f"{results}:1: skipped unreadable record" in " ".join(res.stdout.split())
+    out = " ".join(res.stdout.split())
+    assert f"warning: {results}: 1 unreadable line(s) (line 1) not counted" in out
