@@ -562,7 +562,7 @@ def resolve(request: RunRequest) -> RunRequest:
         request = replace(request, **_resumed_job(request, request.resume, lock.config))
         request = replace(request, **_locked_settings(request, lock))
         request = replace(request, **_locked_sampling(request, lock))
-    agent = request.agent or "oracle"
+    agent = "oracle" if request.agent is None else request.agent
     return replace(
         request,
         agent=agent,
@@ -588,7 +588,7 @@ def run_request(
     task_list = _tasks_of(request)
     if select is not None:
         task_list = select(task_list)
-    agent = request.agent or "oracle"
+    agent = "oracle" if request.agent is None else request.agent
     job_dir = request.job_dir
     sandbox = request.sandbox or _default_sandbox(agent, job_dir)
     models = request.model_options()

@@ -284,7 +284,7 @@ def _decided(asked: RunRequest, flags: RunFlags) -> RunRequest:
         request = api.resolve(asked)
     except api.ResumeError as e:
         raise fail(str(e)) from None
-    agent = request.agent or "oracle"
+    agent = "oracle" if request.agent is None else request.agent
     sandbox = request.sandbox or ("docker" if is_model_agent(agent) else "local")
     try:
         check_run_options(
@@ -339,7 +339,7 @@ def _execute(request: RunRequest, flags: RunFlags, console: Console) -> RunResul
     from evoround.scaffolds.proxy import ProxyError
     from evoround.tasks import TaskFormatError
 
-    agent = request.agent or "oracle"
+    agent = "oracle" if request.agent is None else request.agent
     trusted = request.sandbox == "local" and is_model_agent(agent)
     notice = LOCAL_TRUSTED_NOTE.format(agent=agent) if trusted else None
     live = job_observer(flags.progress.value, console, agent, notice)
