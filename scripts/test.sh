@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full test suite, as CI runs it: install what the tests need (each step idempotent,
 # skipped when already done), then run pytest. Extra arguments go to pytest, e.g.
-#   scripts/test.sh                      # everything (CI; ~12 min on 2 cores with Docker)
+#   scripts/test.sh                      # everything (CI), Docker included
 #   scripts/test.sh -m "not slow"        # the fast tier while developing
 #   scripts/test.sh tests/cli            # one folder
 # .ci/run calls this script, so the README's command and CI cannot drift apart.
@@ -54,6 +54,13 @@ fi
 # of --proxy in its own venv (so the tests use loopback only), and Harbor's own interpreter
 # for --agent harbor:NAME (a debootstrapped Debian trixie with Python 3.13 and the pinned
 # harbor; a few minutes, once). Each is idempotent.
+# A Docker engine that is installed but not running (a machine whose daemon was stopped) is
+# started here, and waited for, so a Docker test never fails for a daemon nobody started.
+if ! docker info >/dev/null 2>&1 && command -v dockerd >/dev/null; then
+  say "starting the Docker engine"
+  as_root service docker start >/dev/null 2>&1 || (as_root setsid dockerd >/tmp/dockerd.log 2>&1 </dev/null &)
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+fi
 if ci || docker info >/dev/null 2>&1; then
   python3 -m evoround.cli images bootstrap
 else
