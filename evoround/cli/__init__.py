@@ -7,7 +7,7 @@ loads typer, rich and these declarations only.
 """
 
 # isort: off
-from evoround.cli import _docker, _run, _report, _export, _tasks, _tools  # noqa: F401  (help order)
+from evoround.cli import _docker, _run, _report, _view, _export, _tasks, _tools  # noqa: F401  (help order)
 
 # isort: on
 from evoround.cli._app import app, main

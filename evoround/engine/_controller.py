@@ -75,11 +75,15 @@ from evoround.tasks import FailureClass, Round, Task, active_tests
 from evoround.verifiers import verify_suite
 from evoround.verifiers.checklist import (
     JudgeConfig,
+    WorkspaceDiff,
     git_head,
     needs_commits,
     new_commits,
+    round_changes,
     round_checks,
+    safe_diff,
     score_round,
+    write_changes,
     write_checks,
 )
 
@@ -348,10 +352,11 @@ def run_round(
         return verified, snap
     assert snap is not None  # a verdict is only ever reached on a snapshot
 
+    diff = _record_changes(frame, snap)
     checks: list[CheckResult] = []
     if specs:
         commits = new_commits(sandbox, git_base) if needs_commits(specs) else None
-        checks = _checklist(frame, turn, snap, commits)
+        checks = _checklist(frame, turn, snap, commits, diff)
     return _record_verdict(frame, turn, verified, snap, checks), snap
 
 
@@ -483,8 +488,26 @@ def _split_spent(timings: Timings, spent: float) -> None:
         timings.snapshot_sec = spent
 
 
+def _record_changes(frame: RoundFrame, snap: Snapshot) -> WorkspaceDiff | None:
+    """The round's workspace change against its parent snapshot, kept in the round folder
+    (changes.json, workspace.diff) for the viewer and people; the checks score the same
+    diff. None when the snapshot's bytes cannot be read here (nothing is written then)."""
+    diff = safe_diff(frame.ctx.store, frame.task, frame.parent, snap)
+    if diff is not None:
+        try:
+            changes, patch = round_changes(diff, frame.parent.id if frame.parent else None)
+            write_changes(frame.art, changes, patch)
+        except (OSError, ValueError) as e:  # a view aid: never the round's verdict
+            log.warning("%s: could not record the workspace change: %s", frame.art, e)
+    return diff
+
+
 def _checklist(
-    frame: RoundFrame, turn: AgentTurn, snap: Snapshot, commits: list[str] | None
+    frame: RoundFrame,
+    turn: AgentTurn,
+    snap: Snapshot,
+    commits: list[str] | None,
+    diff: WorkspaceDiff | None,
 ) -> list[CheckResult]:
     """The process checklist: round-scope checks of this round plus task-scope checks,
     kept in the artefact directory as checks.json."""
@@ -500,6 +523,7 @@ def _checklist(
         has_process=getattr(ctx.scaffold, "has_process", True),
         commits=commits,
         judge=ctx.judge,
+        diff=diff,
     )
     if checks:
         write_checks(frame.art / "checks.json", checks)

@@ -5,6 +5,15 @@ The lowest shared layer: the engine writes these records, reports and compare re
 them, and none of that needs a sandbox or an agent.
 """
 
+from evoround.results._changes import (
+    CHANGES_FILE,
+    PATCH_FILE,
+    FileChange,
+    RoundChanges,
+)
+from evoround.results._changes import MAX_DIFFED_BYTES as MAX_DIFFED_BYTES
+from evoround.results._changes import MAX_LISTED as MAX_LISTED
+from evoround.results._changes import MAX_PATCH_BYTES as MAX_PATCH_BYTES
 from evoround.results._checks import CheckOutcome, CheckResult, Evidence
 from evoround.results._cost import Cost, cost_of
 from evoround.results._jobdir import (
@@ -41,6 +50,13 @@ from evoround.results._records import (
 from evoround.results._trajectory import EventType, TrajectoryEvent, truncate
 
 __all__ = [
+    "CHANGES_FILE",
+    "PATCH_FILE",
+    "FileChange",
+    "RoundChanges",
+    "MAX_DIFFED_BYTES",
+    "MAX_LISTED",
+    "MAX_PATCH_BYTES",
     "ISOLATION_FILE",
     "Cost",
     "DuplicateRecord",

@@ -1,6 +1,7 @@
 """The process checklist: rule checks and LLM-judge checks over one round's evidence."""
 
 from evoround.results import CheckOutcome, CheckResult, Evidence
+from evoround.verifiers.checklist._changes import round_changes, write_changes
 from evoround.verifiers.checklist._judge import JudgeConfig
 from evoround.verifiers.checklist._model import RoundEvidence, WorkspaceDiff
 from evoround.verifiers.checklist._rules import RULES, run_rule
@@ -9,6 +10,7 @@ from evoround.verifiers.checklist._score import (
     needs_commits,
     new_commits,
     round_checks,
+    safe_diff,
     score_checks,
     score_round,
     snapshot_diff,
@@ -27,9 +29,12 @@ __all__ = [
     "needs_commits",
     "new_commits",
     "round_checks",
+    "safe_diff",
     "run_rule",
     "score_checks",
     "score_round",
     "snapshot_diff",
     "write_checks",
+    "round_changes",
+    "write_changes",
 ]

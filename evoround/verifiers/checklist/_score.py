@@ -151,6 +151,17 @@ def snapshot_diff(
     )
 
 
+def safe_diff(
+    store: SnapshotStore, task: Task, parent: Snapshot | None, snap: Snapshot | None
+) -> WorkspaceDiff | None:
+    """:func:`snapshot_diff`, or None when it cannot be read: a missing manifest must not
+    sink the round (diff checks become not_applicable, the change is not recorded)."""
+    try:
+        return snapshot_diff(store, task, parent, snap)
+    except Exception:
+        return None
+
+
 def write_checks(path: Path, results: list[CheckResult]) -> None:
     path.write_text(
         json.dumps([json.loads(r.model_dump_json()) for r in results], indent=2), encoding="utf-8"
@@ -207,15 +218,15 @@ def score_round(
     commits: list[str] | None,
     has_process: bool,
     judge: JudgeConfig | None,
+    diff: WorkspaceDiff | None = None,
 ) -> list[CheckResult]:
-    """The round's checklist, scored from its trajectory segment, diff and commits."""
+    """The round's checklist, scored from its trajectory segment, diff and commits
+    (``diff``: the round's diff when the caller has it already, else read here)."""
     specs = round_checks(task, round_index)
     if not specs:
         return []
-    try:
-        diff = snapshot_diff(store, task, parent, snap)
-    except Exception:  # a missing manifest must not sink the round: diff checks become n/a
-        diff = None
+    if diff is None:
+        diff = safe_diff(store, task, parent, snap)
     ev = RoundEvidence(
         task=task.name,
         round=round_index,

@@ -1,0 +1,137 @@
+"""The jobs a viewer serves, read lazily and re-read when they change.
+
+Why lazy: a benchmark job holds ~2,000 rounds; the viewer reads ``results.jsonl`` (one
+file) to list them and opens a round's own folder only when its page is asked for. A job
+still running is re-read when its results file grows (its size and mtime are the stamp),
+so pages follow a live job without a restart.
+
+The index is the only thing that maps a request to a file: a page names a job by its
+position and a round by (task, mode, attempt, round), all checked against the job's own
+records, so no part of a URL ever becomes a path (no traversal by construction).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evoround.reports import headline_stats, job_uncertainty
+from evoround.results import JobView, Mode, NotAJobDir, RoundResult, dedupe, load_job
+
+RESULTS_FILE = "results.jsonl"
+LOCK_FILE = "job.lock"
+HEADLINE = ("MT@k", "SR", "Gap", "Comp", "CSR", "ISR")
+"""The leaderboard's figures, as the reports name them."""
+
+
+class ViewError(ValueError):
+    """A folder given to the viewer is not a job folder (one line naming it)."""
+
+
+@dataclass(frozen=True)
+class RoundKey:
+    """One round of one attempt: what a round page is named by."""
+
+    task: str
+    mode: str
+    attempt: int
+    round: int
+
+    @property
+    def slug(self) -> str:
+        return f"{self.task}/{self.mode}/{self.attempt}/{self.round}"
+
+
+def key_of(rec: RoundResult) -> RoundKey:
+    return RoundKey(rec.task, str(rec.mode), rec.attempt, rec.round)
+
+
+@dataclass
+class JobEntry:
+    """One served job: its folder, the view read at ``stamp``, and what is derived from it."""
+
+    path: Path
+    stamp: tuple[int, int] = (-1, -1)
+    view: JobView | None = None
+    rounds: dict[RoundKey, RoundResult] = field(default_factory=dict)
+    points: dict[str, float | None] = field(default_factory=dict)
+    """The leaderboard's point estimates (cheap: computed on every re-read)."""
+    intervals: dict[str, Any] | None = None
+    """Their bootstrap intervals, filled by a background thread (None until done)."""
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def running(self) -> bool:
+        """A run holds the job (the engine's ``job.lock`` is present while one runs)."""
+        return (self.path / LOCK_FILE).exists()
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = (path / RESULTS_FILE).stat()
+    except OSError:
+        return (0, 0)
+    return (st.st_size, st.st_mtime_ns)
+
+
+class JobIndex:
+    """The job folders given on the command line, each re-read when its results change."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._lock = threading.Lock()
+        self.entries: list[JobEntry] = []
+        for p in paths:
+            self._check(p)
+            self.entries.append(JobEntry(path=p.resolve()))
+
+    @staticmethod
+    def _check(path: Path) -> None:
+        if not path.is_dir():
+            raise ViewError(f"{path}: not a folder")
+        try:
+            load_job(path)
+        except NotAJobDir as e:
+            raise ViewError(str(e)) from None
+
+    def entry(self, i: int) -> JobEntry | None:
+        """Job ``i`` (0-based), fresh; None when there is no such job."""
+        if not 0 <= i < len(self.entries):
+            return None
+        e = self.entries[i]
+        with self._lock:
+            stamp = _stamp(e.path)
+            if stamp != e.stamp or e.view is None:
+                self._load(e, stamp)
+        return e
+
+    def _load(self, e: JobEntry, stamp: tuple[int, int]) -> None:
+        view = load_job(e.path)
+        e.view, e.stamp, e.intervals = view, stamp, None
+        e.rounds = {key_of(r): r for r in dedupe(view.records)}
+        stats = headline_stats(view.records, view.n_rounds, view.config.attempts)
+        e.points = {name: stats.get(name) for name in HEADLINE}
+        threading.Thread(target=self._bootstrap, args=(e, view, stamp), daemon=True).start()
+
+    def _bootstrap(self, e: JobEntry, view: JobView, stamp: tuple[int, int]) -> None:
+        """The intervals, off the request path: a 2,000-round job's bootstrap takes
+        seconds, and the jobs page must open at once (it shows them when they are in)."""
+        try:
+            u = job_uncertainty(view)
+        except Exception:  # a page aid: the point estimates stay
+            return
+        got = {name: u.headline[name].model_dump() for name in HEADLINE if name in u.headline}
+        with self._lock:
+            if e.stamp == stamp:
+                e.intervals = got
+
+
+def attempts_of(e: JobEntry) -> list[tuple[str, str, int]]:
+    """(task, mode, attempt) of every recorded attempt, in task / mode / attempt order."""
+    seen = {(k.task, k.mode, k.attempt) for k in e.rounds}
+    order = {Mode.mt.value: 0, Mode.sr.value: 1}
+    return sorted(seen, key=lambda t: (t[0], order.get(t[1], 2), t[2]))
