@@ -20,9 +20,10 @@ as_root() {
 }
 
 # System packages: debootstrap builds the offline base image (and Harbor's interpreter),
-# chromium renders report.html, tmux serves harbor:terminus-2 in the local sandbox,
+# chromium renders report.html (chromium-driver lets Selenium drive it for the viewer's
+# tests), tmux serves harbor:terminus-2 in the local sandbox,
 # bubblewrap confines the local sandbox.
-APT_PACKAGES=(debootstrap chromium tmux bubblewrap)
+APT_PACKAGES=(debootstrap chromium chromium-driver tmux bubblewrap)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")

@@ -12,7 +12,9 @@ records, so no part of a URL ever becomes a path (no traversal by construction).
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +86,7 @@ class JobIndex:
 
     def __init__(self, paths: list[Path]) -> None:
         self._lock = threading.Lock()
+        self._executor: ProcessPoolExecutor | None = None
         self.entries: list[JobEntry] = []
         for p in paths:
             self._check(p)
@@ -115,19 +118,35 @@ class JobIndex:
         e.rounds = {key_of(r): r for r in dedupe(view.records)}
         stats = headline_stats(view.records, view.n_rounds, view.config.attempts)
         e.points = {name: stats.get(name) for name in HEADLINE}
-        threading.Thread(target=self._bootstrap, args=(e, view, stamp), daemon=True).start()
+        future = self._pool().submit(intervals_of, e.path)
+        future.add_done_callback(lambda f: self._got_intervals(e, stamp, f))
 
-    def _bootstrap(self, e: JobEntry, view: JobView, stamp: tuple[int, int]) -> None:
-        """The intervals, off the request path: a 2,000-round job's bootstrap takes
-        seconds, and the jobs page must open at once (it shows them when they are in)."""
-        try:
-            u = job_uncertainty(view)
-        except Exception:  # a page aid: the point estimates stay
+    def _pool(self) -> ProcessPoolExecutor:
+        """One worker process for the bootstraps: a 2,000-round job's takes seconds of CPU,
+        which in a thread would hold the GIL against every page request."""
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        return self._executor
+
+    def _got_intervals(
+        self, e: JobEntry, stamp: tuple[int, int], f: Future[dict[str, Any]]
+    ) -> None:
+        if f.cancelled() or f.exception() is not None:  # a page aid: the points stay
             return
-        got = {name: u.headline[name].model_dump() for name in HEADLINE if name in u.headline}
         with self._lock:
             if e.stamp == stamp:
-                e.intervals = got
+                e.intervals = f.result()
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+
+def intervals_of(path: Path) -> dict[str, Any]:
+    """The leaderboard's intervals of one job (run in the worker process)."""
+    u = job_uncertainty(load_job(path))
+    return {name: u.headline[name].model_dump() for name in HEADLINE if name in u.headline}
 
 
 def attempts_of(e: JobEntry) -> list[tuple[str, str, int]]:

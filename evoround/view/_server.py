@@ -111,6 +111,7 @@ class ViewServer:
     """A running viewer (``url``), stopped by :meth:`close` (also a context manager)."""
 
     def __init__(self, index: JobIndex, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.index = index
         hosts = LOOPBACK if host in LOOPBACK else None
         self.httpd = ThreadingHTTPServer((host, port), handler_for(index, hosts))
         self.httpd.daemon_threads = True
@@ -130,8 +131,10 @@ class ViewServer:
         self.httpd.serve_forever()
 
     def close(self) -> None:
-        self.httpd.shutdown()
+        if self._thread is not None:
+            self.httpd.shutdown()
         self.httpd.server_close()
+        self.index.close()
 
     def __enter__(self) -> ViewServer:
         return self.start()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from evoround.results import Mode, RoundStatus
+from evoround.results import CHANGES_FILE, PATCH_FILE, Mode, RoundChanges, RoundStatus
 from evoround.scaffolds import NopScaffold, OracleScaffold, ScriptedScaffold, load_script
 from evoround.snapshots import SnapshotKind, SnapshotStore
 from evoround.tasks import FailureClass
@@ -70,6 +70,13 @@ def test_regression_in_round_3_stops_the_attempt_and_passes_under_sr(tmp_path: P
     assert m.mt_at_k == 0.5  # rounds 3 and 4 score 0
     assert m.sr == 1.0 and m.gap == 0.5
     assert m.state_penalty == 1.0
+    # each round keeps its workspace change for the viewer: round 3's is the sed edit
+    assert r3.artifacts
+    changes = RoundChanges.model_validate_json((view.path / r3.artifacts / CHANGES_FILE).read_text())
+    assert "counter.py" in {c.path for c in changes.modified}
+    assert changes.parent == r3.parent_snapshot_id
+    patch = (view.path / r3.artifacts / PATCH_FILE).read_text()
+    assert any(ln.startswith("+") and "len(text.split()) + 1" in ln for ln in patch.splitlines())
 
 
 def test_ignored_correction_is_stale_behaviour(tmp_path: Path):
