@@ -15,7 +15,7 @@ from evoround.cli import app
 # Options whose values are free text (names, URLs, paths, patterns): <str> is right there.
 FREE_TEXT = {
     "agent", "model", "api_base", "job", "judge_model", "judge_api_base", "rounds",
-    "ray_address", "tag", "suite", "mirror",
+    "ray_address", "tag", "suite", "mirror", "host",
 }  # fmt: skip
 
 
