@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evoround.results import RoundChanges, RoundResult, TestResult
-from evoround.view._round import read_changes
+from evoround.view._round import read_changes, round_folder
 
 BLAMED = frozenset({"regression", "stale_behaviour"})
 _PATHS = re.compile(r"([\w./-]+\.[A-Za-z0-9]+)(?::\d+|\", line \d+)")
@@ -97,15 +97,10 @@ def _history(
     job_dir: Path, rec: RoundResult, attempt: list[RoundResult]
 ) -> list[tuple[int, RoundChanges]]:
     """(round, its recorded change) of the attempt up to and including ``rec``'s round."""
-    root = job_dir.resolve()
     out: list[tuple[int, RoundChanges]] = []
     for r in attempt:
-        if r.round > rec.round or not r.artifacts:
-            continue
-        folder = (root / r.artifacts).resolve()
-        if not folder.is_relative_to(root):
-            continue
-        ch = read_changes(folder)
+        folder = round_folder(job_dir, r) if r.round <= rec.round else None
+        ch = read_changes(folder) if folder is not None else None
         if ch is not None:
             out.append((r.round, ch))
     return sorted(out, key=lambda x: x[0])

@@ -89,17 +89,15 @@ class JobIndex:
         self._executor: ProcessPoolExecutor | None = None
         self.entries: list[JobEntry] = []
         for p in paths:
-            self._check(p)
-            self.entries.append(JobEntry(path=p.resolve()))
-
-    @staticmethod
-    def _check(path: Path) -> None:
-        if not path.is_dir():
-            raise ViewError(f"{path}: not a folder")
-        try:
-            load_job(path)
-        except NotAJobDir as e:
-            raise ViewError(str(e)) from None
+            if not p.is_dir():
+                raise ViewError(f"{p}: not a folder")
+            e = JobEntry(path=p.resolve())
+            try:  # read once here: the check that it is a job is the first load
+                self._load(e, _stamp(e.path))
+            except NotAJobDir as err:
+                self.close()
+                raise ViewError(str(err)) from None
+            self.entries.append(e)
 
     def entry(self, i: int) -> JobEntry | None:
         """Job ``i`` (0-based), fresh; None when there is no such job."""

@@ -163,7 +163,7 @@ def read_checks(folder: Path) -> list[dict[str, Any]]:
 def round_detail(job_dir: Path, rec: RoundResult) -> RoundDetail:
     """Read a round's folder (only the recorded ``artifacts`` folder, inside the job)."""
     detail = RoundDetail(rec=rec)
-    folder = _round_folder(job_dir, rec)
+    folder = round_folder(job_dir, rec)
     if folder is None:
         return detail
     detail.events, detail.events_hidden = read_events(folder)
@@ -173,7 +173,7 @@ def round_detail(job_dir: Path, rec: RoundResult) -> RoundDetail:
     return detail
 
 
-def _round_folder(job_dir: Path, rec: RoundResult) -> Path | None:
+def round_folder(job_dir: Path, rec: RoundResult) -> Path | None:
     """The record's artefact folder, if it lies inside the job folder (a record is data a
     job wrote, but a copied or edited results file must not point the viewer elsewhere)."""
     if not rec.artifacts:
