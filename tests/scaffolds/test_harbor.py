@@ -390,7 +390,7 @@ def test_terminus2_round_deadline_is_kept(harbor_ready, tmp_path: Path):
     toml = task_dir / "task.toml"
     toml.write_text(toml.read_text().replace("agent_timeout_sec = 60", "agent_timeout_sec = 8"))
     script = terminus_script()
-    script["faults"] = [{"at": 2, "delay_sec": 60}]  # round 1's second model call hangs
+    script["faults"] = [{"at": 2, "delay_sec": 300}]  # round 1's second model call hangs
     with serve(script) as srv:
         scaffold = scaffold_from_name("harbor:terminus-2", models=_models(srv.url))
         t0 = time.monotonic()
@@ -398,7 +398,7 @@ def test_terminus2_round_deadline_is_kept(harbor_ready, tmp_path: Path):
         took = time.monotonic() - t0
     (r1,) = view.records
     assert r1.status is RoundStatus.agent_timeout, r1.error
-    assert took < 60, took  # not the model's 60 s: the round's 8 s (plus start and verify)
+    assert took < 150, took  # not the model's 300 s: the round's 8 s (plus start and verify)
     art = tmp_path / "runs" / "slow" / r1.artifacts
     events = [json.loads(line) for line in (art / "trajectory.jsonl").read_text().splitlines()]
     assert any(e["type"] == "tool_call" for e in events)  # the work before the hang is kept
@@ -484,7 +484,7 @@ def test_bridge_killed_mid_round_ends_the_round_not_the_job(harbor_ready, tmp_pa
             pytest.fail("tmux is required in CI (.ci/run installs it)", pytrace=False)
         pytest.skip("no tmux on this host")
     script = terminus_script()
-    script["faults"] = [{"at": 2, "delay_sec": 50}]  # round 1's second call hangs
+    script["faults"] = [{"at": 2, "delay_sec": 300}]  # round 1's second call hangs
 
     def bridges() -> list[int]:
         out = []
@@ -501,9 +501,12 @@ def test_bridge_killed_mid_round_ends_the_round_not_the_job(harbor_ready, tmp_pa
     with serve(script) as srv:
         scaffold = scaffold_from_name("harbor:terminus-2", models=_models(srv.url))
 
+        killed_at: list[float] = []
+
         def killer() -> None:
             while len(srv.requests) < 2:
                 time.sleep(0.05)
+            killed_at.append(time.monotonic())
             for pid in bridges():
                 os.kill(pid, signal.SIGKILL)
 
@@ -515,6 +518,8 @@ def test_bridge_killed_mid_round_ends_the_round_not_the_job(harbor_ready, tmp_pa
     (r1,) = view.records
     assert r1.status is RoundStatus.agent_error, (r1.status, r1.error)
     assert "Harbor bridge" in (r1.error or "") and "-9" in (r1.error or "")
-    assert took < 45, took  # the round did not wait for the hung model (50 s)
+    # The round did not wait for the hung model (300 s); measured from the kill, so a slow
+    # Harbor start on a loaded machine does not count against it.
+    assert killed_at and took - (killed_at[0] - t0) < 120, (took, killed_at)
     assert bridges() == []
     assert _processes_with_env(f"TMUX_TMPDIR={tmp_path}") == []
