@@ -494,7 +494,7 @@ def _checklist(
         frame.round_index,
         message=turn.message,
         events=turn.trace.events,
-        store=ctx.store,
+        provider=ctx.provider,
         parent=frame.parent,
         snap=snap,
         has_process=getattr(ctx.scaffold, "has_process", True),
