@@ -492,7 +492,7 @@ def _record_changes(frame: RoundFrame, snap: Snapshot) -> WorkspaceDiff | None:
     """The round's workspace change against its parent snapshot, kept in the round folder
     (changes.json, workspace.diff) for the viewer and people; the checks score the same
     diff. None when the snapshot's bytes cannot be read here (nothing is written then)."""
-    diff = safe_diff(frame.ctx.store, frame.task, frame.parent, snap)
+    diff = safe_diff(frame.ctx.provider, frame.task, frame.parent, snap)
     if diff is not None:
         try:
             changes, patch = round_changes(diff, frame.parent.id if frame.parent else None)
@@ -517,7 +517,7 @@ def _checklist(
         frame.round_index,
         message=turn.message,
         events=turn.trace.events,
-        store=ctx.store,
+        provider=ctx.provider,
         parent=frame.parent,
         snap=snap,
         has_process=getattr(ctx.scaffold, "has_process", True),

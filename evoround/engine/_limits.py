@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evoround.sandboxes import Sandbox, SandboxProvider
-from evoround.snapshots import Snapshot
+from evoround.snapshots import Snapshot, SnapshotTree
 from evoround.tasks import Task
 
 
@@ -99,6 +99,12 @@ class LimitedProvider(SandboxProvider):
 
     def has_snapshot(self, snapshot: Snapshot) -> bool:
         return self.inner.has_snapshot(snapshot)
+
+    def snapshot_tree(self, task: Task, snapshot: Snapshot) -> SnapshotTree | None:
+        return self.inner.snapshot_tree(task, snapshot)
+
+    def initial_tree(self, task: Task) -> SnapshotTree:
+        return self.inner.initial_tree(task)
 
     def close(self) -> None:
         self.inner.close()

@@ -24,6 +24,7 @@ from pathlib import Path
 from evoround.deadline import check as check_deadline
 from evoround.fileio import atomic_write, file_lock
 from evoround.snapshots._model import ManifestEntry, Snapshot, SnapshotKind, SnapshotLabel
+from evoround.snapshots._tree import READ_CAP, SnapshotTree, read_capped
 from evoround.snapshots._walk import TreeError, walk
 
 HASH_CACHE_ENTRIES = 100_000
@@ -272,6 +273,21 @@ class SnapshotStore:
     def manifest(self, manifest_digest: str) -> list[ManifestEntry]:
         path = self.root / "manifests" / f"{manifest_digest}.json"
         return json.loads(path.read_bytes())["entries"]
+
+    def tree(self, manifest_digest: str, *, limit: int = READ_CAP) -> SnapshotTree:
+        """The files of a stored manifest, read from the store's blobs (each capped at
+        ``limit`` bytes). Raises ``FileNotFoundError`` when the manifest is gone."""
+        files = {
+            str(e["path"]): str(e["sha256"])
+            for e in self.manifest(manifest_digest)
+            if e.get("type") == "file"
+        }
+
+        def read(path: str) -> bytes | None:
+            digest = files.get(path)
+            return None if digest is None else read_capped(self._blob(digest), limit)
+
+        return SnapshotTree(files=files, read=read)
 
     def materialize(
         self,

@@ -72,7 +72,9 @@ def test_regression_in_round_3_stops_the_attempt_and_passes_under_sr(tmp_path: P
     assert m.state_penalty == 1.0
     # each round keeps its workspace change for the viewer: round 3's is the sed edit
     assert r3.artifacts
-    changes = RoundChanges.model_validate_json((view.path / r3.artifacts / CHANGES_FILE).read_text())
+    changes = RoundChanges.model_validate_json(
+        (view.path / r3.artifacts / CHANGES_FILE).read_text()
+    )
     assert "counter.py" in {c.path for c in changes.modified}
     assert changes.parent == r3.parent_snapshot_id
     patch = (view.path / r3.artifacts / PATCH_FILE).read_text()

@@ -38,7 +38,11 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
         s.listen()
         port = s.getsockname()[1]
         r = evoround_cli("view", str(job), "--port", str(port))
-    assert r.returncode == 2 and f"--port {port}: cannot listen" in r.stderr and "Traceback" not in r.stderr
+    assert (
+        r.returncode == 2
+        and f"--port {port}: cannot listen" in r.stderr
+        and "Traceback" not in r.stderr
+    )
 
 
 def test_serves_a_folder_of_jobs_until_interrupted(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from types import TracebackType
 
-from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore
+from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore, SnapshotTree, dir_tree
 from evoround.tasks import Task
 
 
@@ -173,6 +173,20 @@ class SandboxProvider(ABC):
     def has_snapshot(self, snapshot: Snapshot) -> bool:
         """Whether a registered snapshot's content still exists (a cleanup may remove it)."""
         return True
+
+    @abstractmethod
+    def snapshot_tree(self, task: Task, snapshot: Snapshot) -> SnapshotTree | None:
+        """The files of one of this backend's snapshots, read where its bytes live (the
+        store, an image on this provider's engine): what the process checklist diffs, so
+        diff-based checks score the same on every backend. None when the content is gone
+        or cannot be read within the task's workspace limits (the checks are then
+        not_applicable, never guessed)."""
+
+    def initial_tree(self, task: Task) -> SnapshotTree:
+        """The workspace a sandbox made without a snapshot starts with (the ``before`` of a
+        round with no parent snapshot): the task's workspace folder by default."""
+        env = task.config.environment
+        return dir_tree(task.workspace_dir, max_files=env.max_workspace_files)
 
     def base_images(self, tasks: list[Task]) -> dict[str, str]:
         """Checked before any attempt: task -> the base image it will run on (``X`` or

@@ -43,6 +43,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import docker.errors
 
@@ -86,15 +87,25 @@ Owner = tuple[int, int, int]
 
 
 def image_workspace(
-    api: docker.APIClient, store: SnapshotStore, image: str, workdir: str, labels: dict[str, str]
+    api: docker.APIClient,
+    store: SnapshotStore,
+    image: str,
+    workdir: str,
+    labels: dict[str, str],
+    *,
+    max_files: int | None = None,
+    max_bytes: int | None = None,
 ) -> tuple[str, Owner]:
     """The manifest of what ``image`` ships in ``workdir`` ("" when nothing) and the owner
     and mode of that directory. A bind mount hides both, so a host workspace starts from a
     copy of the files and takes the directory's owner and mode: read from a created (never
-    started) container, as the archive path would have seen them."""
+    started) container, as the archive path would have seen them. Also how a commit-mode
+    snapshot image's workspace is read (only the workdir's tar, never the whole image),
+    with the task's ``max_files``/``max_bytes`` (:class:`WorkspaceRejected` past them)."""
     cid = api.create_container(image, command=["true"], labels=labels)["Id"]
     tmp = Path(tempfile.mkdtemp(prefix="evoround-imagews-"))
     owner: Owner = (0, 0, 0o755)
+    stream: Any = None
     try:
         try:
             stream, _ = api.get_archive(cid, workdir)
@@ -110,10 +121,20 @@ def image_workspace(
             top = tarfile.TarInfo.frombuf(head[:512], "utf-8", "surrogateescape")
             if top.isdir():
                 owner = (top.uid, top.gid, top.mode & 0o777)
-        extract_workspace(itertools.chain([head], chunks), tmp)
-        manifest = store.capture_dir(tmp, mode_mask=MODE_MASK)[0] if any(tmp.iterdir()) else ""
+        extract_workspace(
+            itertools.chain([head], chunks), tmp, max_files=max_files, max_bytes=max_bytes
+        )
+        manifest = (
+            store.capture_dir(tmp, max_files=max_files, max_bytes=max_bytes, mode_mask=MODE_MASK)[0]
+            if any(tmp.iterdir())
+            else ""
+        )
         return manifest, owner
     finally:
+        close = getattr(stream, "close", None)  # a stream abandoned over a limit: dropped
+        if close is not None:
+            with contextlib.suppress(Exception):
+                close()
         shutil.rmtree(tmp, ignore_errors=True)
         with contextlib.suppress(Exception):
             api.remove_container(cid, force=True, v=True)

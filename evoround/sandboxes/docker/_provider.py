@@ -60,8 +60,16 @@ from evoround.sandboxes.docker._images import (
 from evoround.sandboxes.docker._pool import Spare, SparePool
 from evoround.sandboxes.docker._pristine import PRISTINE, PristinePython, ensure_pristine
 from evoround.sandboxes.docker._sandbox import DockerSandbox
+from evoround.sandboxes.docker._trees import ImageTrees
 from evoround.settings import settings
-from evoround.snapshots import Snapshot, SnapshotKind, SnapshotStore
+from evoround.snapshots import (
+    Snapshot,
+    SnapshotKind,
+    SnapshotStore,
+    SnapshotTree,
+    dir_tree,
+    overlay,
+)
 from evoround.tasks import Task, resolve_host_env
 
 RECYCLE_WAIT_SEC = 3.0
@@ -133,6 +141,7 @@ class DockerProvider(SandboxProvider):
         self._pristine: dict[str, PristinePython] = {}
         self._workdir_empty: dict[str, bool] = {}
         self._facts = ImageFacts(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
+        self._trees = ImageTrees(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
         self._live: dict[str, DockerSandbox] = {}
         self._pool = SparePool()
         self._pending: set[Future[Any]] = set()
@@ -216,6 +225,18 @@ class DockerProvider(SandboxProvider):
         except FileNotFoundError:
             return False
         return True
+
+    def snapshot_tree(self, task: Task, snapshot: Snapshot) -> SnapshotTree | None:
+        """A store manifest's files, or a commit-mode image's workdir (see :mod:`._trees`)."""
+        return self._trees.tree(task, snapshot)
+
+    def initial_tree(self, task: Task) -> SnapshotTree:
+        """What the image ships in its workdir with the task's workspace copied over it
+        (what :meth:`create` gives a sandbox without a snapshot)."""
+        env = task.config.environment
+        top = dir_tree(task.workspace_dir, max_files=env.max_workspace_files)
+        shipped = self._facts.workspace(self.task_image(task).image_id, env.workdir)
+        return overlay(self.store.tree(shipped), top) if shipped else top
 
     def pristine_python(self, task: Task) -> PristinePython | None:
         """Commit mode only: the task image's pristine tools (volume made on first use)."""

@@ -26,7 +26,7 @@ from evoround.sandboxes.common import (
 from evoround.sandboxes.local._cgroup import cgroups_available, make_cgroup, sweep_cgroups
 from evoround.sandboxes.local._isolation import choose_isolation, namespaces_available
 from evoround.sandboxes.local._sandbox import BACKEND, LocalSandbox
-from evoround.snapshots import Snapshot, SnapshotStore
+from evoround.snapshots import Snapshot, SnapshotStore, SnapshotTree
 from evoround.tasks import Task, resolve_host_env
 
 RECYCLE_MIN_BYTES = 16 << 20
@@ -140,6 +140,14 @@ class LocalProvider(SandboxProvider):
 
     def has_snapshot(self, snapshot: Snapshot) -> bool:
         return (self.store.root / "manifests" / f"{snapshot.locator}.json").is_file()
+
+    def snapshot_tree(self, task: Task, snapshot: Snapshot) -> SnapshotTree | None:
+        if snapshot.backend != BACKEND:
+            return None
+        try:
+            return self.store.tree(snapshot.locator)
+        except FileNotFoundError:
+            return None
 
     def create(self, task: Task, name: str, snapshot: Snapshot | None = None) -> Sandbox:
         root = Path(tempfile.mkdtemp(prefix=name.replace("/", "_") + "-", dir=self.base_dir))

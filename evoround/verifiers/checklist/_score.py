@@ -7,20 +7,17 @@ check ``error`` and leaves the others alone.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Required, TypedDict, Unpack
 
 from evoround.results import CheckOutcome, CheckResult, Evidence, TrajectoryEvent
-from evoround.sandboxes import Sandbox
-from evoround.snapshots import Snapshot, SnapshotStore
+from evoround.sandboxes import Sandbox, SandboxProvider
+from evoround.snapshots import Snapshot
 from evoround.tasks import CheckKind, CheckSpec, Task
 from evoround.verifiers.checklist._judge import JudgeConfig, judge_check
-from evoround.verifiers.checklist._model import RoundEvidence, WorkspaceDiff, ignored
+from evoround.verifiers.checklist._model import RoundEvidence, WorkspaceDiff
 from evoround.verifiers.checklist._rules import run_rule
-
-LOCAL_BACKEND = "local"
 
 
 def round_checks(task: Task, round_index: int) -> list[CheckSpec]:
@@ -92,72 +89,37 @@ def score_checks(
 # ---- workspace diff from snapshots -------------------------------------------------
 
 
-def _dir_map(root: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and not p.is_symlink():
-            rel = p.relative_to(root).as_posix()
-            if not ignored(rel):
-                out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
-def _manifest_map(store: SnapshotStore, snap: Snapshot) -> dict[str, str]:
-    return {
-        str(e["path"]): str(e["sha256"])
-        for e in store.manifest(snap.locator)
-        if e.get("type") == "file"
-    }
-
-
 def snapshot_diff(
-    store: SnapshotStore, task: Task, parent: Snapshot | None, snap: Snapshot | None
+    provider: SandboxProvider, task: Task, parent: Snapshot | None, snap: Snapshot | None
 ) -> WorkspaceDiff | None:
-    """The diff between two local snapshots (``parent`` None: the task's initial workspace).
+    """The diff between the round's start (``parent``; None: the workspace a sandbox
+    without a snapshot starts with) and its end (``snap``), from the trees the backend
+    that took them gives: every backend, wherever its bytes live, diffs the same way.
 
-    Other backends keep their bytes elsewhere (Docker images): None, so diff-based
-    checks are not_applicable there rather than guessed.
+    None when a side cannot be had (content gone, over the task's limits): diff-based
+    checks are then not_applicable rather than guessed.
     """
-    if snap is None or snap.backend != LOCAL_BACKEND:
+    if snap is None:
         return None
-    if parent is not None and parent.backend != LOCAL_BACKEND:
+    after = provider.snapshot_tree(task, snap)
+    before = provider.initial_tree(task) if parent is None else provider.snapshot_tree(task, parent)
+    if after is None or before is None:
         return None
-
-    def blob(digest: str | None) -> bytes | None:
-        if digest is None:
-            return None
-        path = store.root / "blobs" / digest[:2] / digest
-        return path.read_bytes() if path.is_file() else None
-
-    after = _manifest_map(store, snap)
-    if parent is None:
-        ws = task.workspace_dir
-        before = _dir_map(ws) if ws.is_dir() else {}
-
-        def read_before(p: str) -> bytes | None:
-            f = ws / p
-            return f.read_bytes() if p in before and f.is_file() else None
-    else:
-        before = _manifest_map(store, parent)
-
-        def read_before(p: str) -> bytes | None:
-            return blob(before.get(p))
-
     return WorkspaceDiff(
-        before=before,
-        after=after,
-        read_before=read_before,
-        read_after=lambda p: blob(after.get(p)),
+        before=dict(before.files),
+        after=dict(after.files),
+        read_before=before.read,
+        read_after=after.read,
     )
 
 
 def safe_diff(
-    store: SnapshotStore, task: Task, parent: Snapshot | None, snap: Snapshot | None
+    provider: SandboxProvider, task: Task, parent: Snapshot | None, snap: Snapshot | None
 ) -> WorkspaceDiff | None:
     """:func:`snapshot_diff`, or None when it cannot be read: a missing manifest must not
     sink the round (diff checks become not_applicable, the change is not recorded)."""
     try:
-        return snapshot_diff(store, task, parent, snap)
+        return snapshot_diff(provider, task, parent, snap)
     except Exception:
         return None
 
@@ -212,7 +174,7 @@ def score_round(
     *,
     message: str,
     events: list[TrajectoryEvent],
-    store: SnapshotStore,
+    provider: SandboxProvider,
     parent: Snapshot | None,
     snap: Snapshot | None,
     commits: list[str] | None,
@@ -226,7 +188,7 @@ def score_round(
     if not specs:
         return []
     if diff is None:
-        diff = safe_diff(store, task, parent, snap)
+        diff = safe_diff(provider, task, parent, snap)
     ev = RoundEvidence(
         task=task.name,
         round=round_index,
