@@ -11,7 +11,7 @@ from evoround.engine._job import (
     run_job,
     write_job_config,
 )
-from evoround.engine._joblock import LOCK_FILE, JobLocked, JobLockRecord, job_lock
+from evoround.engine._joblock import LOCK_FILE, JobLocked, JobLockRecord, job_holder, job_lock
 from evoround.engine._regrade import DIFF, REGRADED, regrade_job, regraded_view
 from evoround.engine._retry import is_model_api_error
 from evoround.engine._units import JobObserver, Unit
@@ -34,6 +34,7 @@ __all__ = [
     "check_leaks",
     "default_job_name",
     "is_model_api_error",
+    "job_holder",
     "job_lock",
     "regrade_job",
     "regraded_view",

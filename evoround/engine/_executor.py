@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -374,6 +375,7 @@ def infra_result(
         status=RoundStatus.infra,
         error=f"{type(error).__name__}: {error}",
         started_at=datetime.now(UTC),
+        host=socket.gethostname(),
     )
 
 

@@ -74,7 +74,24 @@ def _diff(a: object, b: object, where: str = "") -> list[str]:
     return [f"{where}: {_short(a)} -> {_short(b)}"]
 
 
+def _identity(config: JobConfig) -> dict[str, Any]:
+    """What makes a job the same job: its content, never where its folder or its tasks lie
+    (a copied, renamed or moved job folder, or tasks moved elsewhere, is the same job), and
+    never how many attempts it has (``--resume -k N`` may extend it: see
+    :func:`write_job_config`)."""
+    data = config.model_dump(mode="json", exclude={"job", "attempts"})
+    data["tasks"] = {name: {**ref, "path": None} for name, ref in data["tasks"].items()}
+    return data
+
+
 def write_job_config(job_dir: Path, config: JobConfig) -> None:
+    """Write the config lock, or check it against the one already there.
+
+    The lock identifies the job by its content (:func:`_identity`): a job folder copied,
+    renamed or moved resumes, and its lock is rewritten with today's name and task paths.
+    More attempts than recorded extend the job (the recorded attempts are kept, the new
+    ones run); fewer are refused, as is any other difference, in one line listing them.
+    """
     path = job_dir / "job.json"
     if path.exists():
         try:
@@ -88,13 +105,18 @@ def write_job_config(job_dir: Path, config: JobConfig) -> None:
         # values (and write them down) rather than refuse every resume of an older job.
         added = set(JobConfig.model_fields) - old.model_fields_set
         old = old.model_copy(update={k: getattr(config, k) for k in added})
-        if old != config:
-            a, b = old.model_dump(mode="json"), config.model_dump(mode="json")
+        a, b = _identity(old), _identity(config)
+        if a != b:
             raise JobConfigMismatch(
                 f"{path} was written for a different job; refusing to mix results: "
                 + "; ".join(_diff(a, b))
             )
-        if not added:
+        if config.attempts < old.attempts:
+            raise JobConfigMismatch(
+                f"{path} records {old.attempts} attempts per task: a resume cannot run fewer "
+                f"(-k {config.attempts}); leave out -k to resume it, or start a new --job"
+            )
+        if old == config:
             return
     atomic_write(path, json.dumps(config.model_dump(mode="json"), indent=2))
 
