@@ -3,7 +3,8 @@ the job runner with resume, retries and limits, reference states, regrading and 
 validation. The Ray executor is imported only when ``--executor ray`` asks for it.
 """
 
-from evoround.engine._executor import RunOptions
+from evoround.engine._cluster import ClusterError
+from evoround.engine._executor import RunnerLost, RunOptions
 from evoround.engine._job import (
     BaseImageUnavailable,
     JobConfigMismatch,
@@ -20,6 +21,7 @@ from evoround.engine._validate import CHECKS, Status, TaskValidation, check_leak
 __all__ = [
     "BaseImageUnavailable",
     "CHECKS",
+    "ClusterError",
     "DIFF",
     "JobConfigMismatch",
     "JobLockRecord",
@@ -28,6 +30,7 @@ __all__ = [
     "LOCK_FILE",
     "REGRADED",
     "RunOptions",
+    "RunnerLost",
     "Status",
     "TaskValidation",
     "Unit",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from evoround.engine._cluster import ClusterError
 from evoround.engine._controller import RunContext
 from evoround.engine._executor import Executor, RunOptions, UnitRunner, infra_result
 from evoround.engine._joblock import job_lock
@@ -49,6 +51,7 @@ from evoround.throttle import ModelLimit, use_model_limit
 from evoround.verifiers.checklist import JudgeConfig
 
 if TYPE_CHECKING:
+    from evoround.engine._ray import RayRunner
     from evoround.scaffolds import ModelOptions
     from evoround.scaffolds.proxy import ModelProxy
 
@@ -195,9 +198,45 @@ def run_job(
         keep_snapshots=keep_snapshots,
         proxy=proxy,
     )
-    with job_lock(job_dir):  # released at the end, on Ctrl-C/SIGTERM and on errors
-        write_job_config(job_dir, config)
-        return _execute(job, observer or JobObserver(), options)
+    created = not job_dir.exists()
+    try:
+        with job_lock(job_dir):  # released at the end, on Ctrl-C/SIGTERM and on errors
+            ray = _connect(job, options)  # every node probed before job.json is written
+            try:
+                write_job_config(job_dir, config)
+            except BaseException:
+                if ray is not None:
+                    ray.close()
+                raise
+            return _execute(job, observer or JobObserver(), options, ray)
+    except ClusterError:
+        if created:  # nothing ran: a new job leaves no folder behind
+            shutil.rmtree(job_dir, ignore_errors=True)
+        raise
+
+
+def _connect(job: _Job, options: RunOptions) -> RayRunner | None:
+    """``--executor ray``: the cluster, connected and probed (:class:`ClusterError` names a
+    node that cannot run this job); None for the local executor."""
+    if options.executor != "ray":
+        return None
+    from evoround.engine._ray import RayRunner
+
+    ray = RayRunner(
+        job.scaffold,
+        job_dir=job.job_dir,
+        sandbox=job.sandbox,
+        store_root=job.store.root,
+        judge=job.judge,
+        keep_snapshots=job.keep_snapshots,
+        address=options.ray_address,
+    )
+    try:
+        ray.probe([Path(t.path) for t in job.tasks])
+    except BaseException:
+        ray.close()
+        raise
+    return ray
 
 
 def check_window(tasks: list[Task], window: tuple[int, int | None] | None) -> None:
@@ -267,7 +306,7 @@ def _check_executor(options: RunOptions, proxy: ModelProxy | None) -> None:
         raise ValueError("--proxy listens on this machine's loopback: use --executor local")
 
 
-def _execute(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
+def _execute(job: _Job, observer: JobObserver, options: RunOptions, ray: RayRunner | None) -> Path:
     """Plan what is left, then hand it to the executor (threads or Ray), the single writer."""
     existing, todo = _plan(job, observer, options)
     limits = Limits(
@@ -278,7 +317,7 @@ def _execute(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
     )
     use_model_limit(ModelLimit(limits.model_connections))  # agents and the judge wait on it
     writer = ResultsWriter(job.job_dir / "results.jsonl")
-    runner, close = _runner(job, options, limits)
+    runner, close = _runner(job, limits, ray)
     scaffold = job.scaffold
     executor = Executor(
         runner,
@@ -334,22 +373,11 @@ def _plan(
 
 
 def _runner(
-    job: _Job, options: RunOptions, limits: Limits
+    job: _Job, limits: Limits, ray: RayRunner | None
 ) -> tuple[UnitRunner, Callable[[], None]]:
-    """The unit runner (Ray tasks, or threads of this process on a limited provider) and
-    what closes it: on abort and at the end, whatever ran."""
-    if options.executor == "ray":
-        from evoround.engine._ray import RayRunner
-
-        ray = RayRunner(
-            job.scaffold,
-            job_dir=job.job_dir,
-            sandbox=job.sandbox,
-            store_root=job.store.root,
-            judge=job.judge,
-            keep_snapshots=job.keep_snapshots,
-            address=options.ray_address,
-        )
+    """The unit runner (Ray tasks on the connected cluster, or threads of this process on a
+    limited provider) and what closes it: on abort and at the end, whatever ran."""
+    if ray is not None:
         return ray, ray.close
     inner = job_provider(
         job.sandbox,
