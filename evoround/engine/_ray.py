@@ -48,7 +48,7 @@ from evoround.engine._cluster import (
 from evoround.results import Mode, RoundResult
 from evoround.sandboxes import SandboxUnavailable
 from evoround.scaffolds import Scaffold
-from evoround.settings import evoround_home
+from evoround.settings import evoround_home, settings
 from evoround.verifiers.checklist import JudgeConfig
 
 if TYPE_CHECKING:
@@ -193,6 +193,7 @@ class RayRunner:
                 address=address or os.environ.get("RAY_ADDRESS") or "auto",
                 log_to_driver=False,
                 configure_logging=False,
+                runtime_env=settings().ray_runtime_env,  # EVOROUND_RAY_RUNTIME_ENV
             )
         # ray's stubs type a remote function by its arity and its result as one ObjectRef:
         # a streaming generator task fits neither, so the handle is untyped here and what
