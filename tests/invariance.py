@@ -47,12 +47,16 @@ _TIMING = re.compile(r".*_(sec|s|ms|seconds)$")
 
 def figures(job: Path, *, env: Mapping[str, str] | None = None, resamples: int = 200) -> Any:
     """Every figure of ``report --json`` for ``job`` (bootstrap with the default seed:
-    deterministic), with the ignored keys left out and the job's name replaced."""
+    deterministic), with the ignored keys left out and the job's names (its folder's, and
+    the one its job.json was written with) replaced."""
     res = evoround_cli(
         "report", "--json", "--no-html", "--resamples", str(resamples), str(job), env=env
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    return _normalise(json.loads(res.stdout), job.name)
+    data = json.loads(res.stdout)
+    for name in {data["jobs"][0]["config"]["job"], job.name}:  # a copy keeps its lock's name
+        data = _normalise(data, name)
+    return data
 
 
 def _normalise(data: Any, job: str) -> Any:
