@@ -198,20 +198,26 @@ def run_job(
         keep_snapshots=keep_snapshots,
         proxy=proxy,
     )
-    created = not job_dir.exists()
+    return _run_locked(job, observer or JobObserver(), options)
+
+
+def _run_locked(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
+    """Under the job lock: connect the cluster (Ray), write the config lock, run. A cluster
+    that cannot run the job (:class:`ClusterError`) leaves no new job folder behind."""
+    created = not job.job_dir.exists()
     try:
-        with job_lock(job_dir):  # released at the end, on Ctrl-C/SIGTERM and on errors
+        with job_lock(job.job_dir):  # released at the end, on Ctrl-C/SIGTERM and on errors
             ray = _connect(job, options)  # every node probed before job.json is written
             try:
-                write_job_config(job_dir, config)
+                write_job_config(job.job_dir, job.config)
             except BaseException:
                 if ray is not None:
                     ray.close()
                 raise
-            return _execute(job, observer or JobObserver(), options, ray)
+            return _execute(job, observer, options, ray)
     except ClusterError:
-        if created:  # nothing ran: a new job leaves no folder behind
-            shutil.rmtree(job_dir, ignore_errors=True)
+        if created:  # nothing ran
+            shutil.rmtree(job.job_dir, ignore_errors=True)
         raise
 
 

@@ -86,9 +86,18 @@ def _remote_unit(
     log.info("%s: started (%d rounds recorded before)", label, len(recorded))
     try:
         yield from _unit_rounds(
-            scaffold, task_path, mode, attempt, round_index, recorded, jd, sandbox,
-            store_root, judge, keep_snapshots,
-        )  # fmt: skip
+            scaffold,
+            task_path,
+            mode,
+            attempt,
+            round_index,
+            recorded,
+            jd,
+            sandbox,
+            store_root,
+            judge,
+            keep_snapshots,
+        )
         log.info("%s: done", label)
     except Exception:
         log.exception("%s: failed", label)
