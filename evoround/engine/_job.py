@@ -119,7 +119,7 @@ def write_job_config(job_dir: Path, config: JobConfig) -> None:
                 f"{path} records {old.attempts} attempts per task: a resume cannot run fewer "
                 f"(-k {config.attempts}); leave out -k to resume it, or start a new --job"
             )
-        if old == config:
+        if old == config and not added:  # added fields are written down
             return
     atomic_write(path, json.dumps(config.model_dump(mode="json"), indent=2))
 
