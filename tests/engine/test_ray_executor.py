@@ -178,3 +178,4 @@ def test_a_lost_head_ends_with_the_resume_command(tmp_path: Path) -> None:
     assert f"continue with: evoround run --resume {runs / 'headless'}" in last
     assert "--executor ray --ray-address " in last
     assert n_records(runs / "headless") >= 1
+    assert not (runs / "headless" / "job.lock").exists()  # released: a resume may start
