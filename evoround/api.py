@@ -20,10 +20,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from evoround.engine import JobObserver, RunOptions, Unit, default_job_name, run_job
+from evoround.engine import (
+    JobObserver,
+    RunOptions,
+    Unit,
+    default_job_name,
+    job_holder,
+    run_job,
+)
 from evoround.results import (
     Cost,
     JobConfig,
+    JobRunning,
     JobView,
     Metrics,
     Mode,
@@ -189,8 +197,16 @@ def outcome_of(records: Sequence[RoundResult]) -> Outcome:
     return Outcome(len(records), Counter(r.status.value for r in bad), first)
 
 
+def _running(job_dir: Path) -> JobRunning | None:
+    """The live holder of the job's lock, if a run of it is in progress."""
+    rec = job_holder(job_dir)
+    if rec is None:
+        return None
+    return JobRunning(host=rec.owner.host, pid=rec.owner.pid, since=rec.since)
+
+
 def _job_report(job_dir: Path) -> JobReport:
-    view = load_job(job_dir)
+    view = dataclasses.replace(load_job(job_dir), running=_running(job_dir))
     records, _ = read_results(job_dir / "results.jsonl")
     outcome = outcome_of(records)
     return JobReport(

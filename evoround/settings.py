@@ -75,6 +75,12 @@ class Settings(BaseSettings):
     """Longest wait, in seconds, between infra retries (exponential from 0.5 s)."""
     heartbeat_sec: float = Field(default=60.0, gt=0, le=86400, allow_inf_nan=False)
     """Seconds between the heartbeat lines of plain progress (``run --progress plain``)."""
+    ray_head_timeout: float = Field(default=20.0, gt=0, le=50, allow_inf_nan=False)
+    """Seconds the Ray head may be unreachable before a --executor ray job stops (resumably,
+    with the command that continues it); under Ray's own 60 s."""
+    ray_runtime_env: dict[str, Any] | None = None
+    """A Ray runtime_env (JSON object) for --executor ray, e.g. ``{"py_modules":
+    ["/shared/evoround"]}`` when the nodes have no evoround of their own."""
     base_image: str | None = None
     """The local base image task Dockerfiles build on (``EVOROUND_BASE_IMAGE``)."""
     base_image_map: dict[str, str] = Field(default_factory=dict)

@@ -9,6 +9,8 @@ with the live display and prints the report. Nothing here computes a result.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
@@ -334,7 +336,7 @@ def _execute(request: RunRequest, flags: RunFlags, console: Console) -> RunResul
     resumable."""
     from evoround import api
     from evoround.cli._plain import job_observer
-    from evoround.engine import JobConfigMismatch
+    from evoround.engine import JobConfigMismatch, RunnerLost
     from evoround.scaffolds import is_model_agent
     from evoround.scaffolds.proxy import ProxyError
     from evoround.tasks import TaskFormatError
@@ -353,6 +355,9 @@ def _execute(request: RunRequest, flags: RunFlags, console: Console) -> RunResul
         raise fail(str(e), console=console) from None
     except KeyboardInterrupt:
         _interrupted(request.job_dir, flags, console)
+    except RunnerLost as e:
+        live.close()  # the process ends in _lost: close the display first
+        _lost(request.job_dir, flags, console, str(e))
     finally:
         live.close()
 
@@ -411,6 +416,24 @@ def _interrupted(job_dir: Path, flags: RunFlags, console: Console) -> NoReturn:
         soft_wrap=True,
     )
     raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _lost(job_dir: Path, flags: RunFlags, console: Console, why: str) -> NoReturn:
+    """The cluster went away mid-job (the Ray head): what was recorded is kept; say how to
+    continue (exit 1: not every round was evaluated). Ray's own threads may still wait on
+    the lost head, so the process ends here without waiting for them."""
+    from evoround.api import EXIT_NOT_EVALUATED
+
+    console.print(
+        f"[red]error:[/] {escape(why)}; recorded rounds are kept in "
+        f"{escape(str(job_dir))}/results.jsonl; when the cluster is back, continue with: "
+        f"{escape(_again(job_dir, flags))}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_NOT_EVALUATED)
 
 
 def _print_result(request: RunRequest, flags: RunFlags, result: RunResult) -> None:

@@ -50,11 +50,12 @@ def view(
     Reads the job folders as they are (a running job's pages refresh as rounds land);
     stop it with Ctrl-C.
     """
+    from evoround.engine import job_holder
     from evoround.view import JobIndex, ViewError, ViewServer
 
     folders = _job_folders(jobs or [Path("runs")])
     try:
-        index = JobIndex(folders)
+        index = JobIndex(folders, running=lambda p: job_holder(p) is not None)
     except ViewError as e:
         raise fail(str(e)) from None
     try:

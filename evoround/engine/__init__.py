@@ -3,7 +3,8 @@ the job runner with resume, retries and limits, reference states, regrading and 
 validation. The Ray executor is imported only when ``--executor ray`` asks for it.
 """
 
-from evoround.engine._executor import RunOptions
+from evoround.engine._cluster import ClusterError
+from evoround.engine._executor import RunnerLost, RunOptions
 from evoround.engine._job import (
     BaseImageUnavailable,
     JobConfigMismatch,
@@ -11,7 +12,7 @@ from evoround.engine._job import (
     run_job,
     write_job_config,
 )
-from evoround.engine._joblock import LOCK_FILE, JobLocked, JobLockRecord, job_lock
+from evoround.engine._joblock import LOCK_FILE, JobLocked, JobLockRecord, job_holder, job_lock
 from evoround.engine._regrade import DIFF, REGRADED, regrade_job, regraded_view
 from evoround.engine._retry import is_model_api_error
 from evoround.engine._units import JobObserver, Unit
@@ -20,6 +21,7 @@ from evoround.engine._validate import CHECKS, Status, TaskValidation, check_leak
 __all__ = [
     "BaseImageUnavailable",
     "CHECKS",
+    "ClusterError",
     "DIFF",
     "JobConfigMismatch",
     "JobLockRecord",
@@ -28,12 +30,14 @@ __all__ = [
     "LOCK_FILE",
     "REGRADED",
     "RunOptions",
+    "RunnerLost",
     "Status",
     "TaskValidation",
     "Unit",
     "check_leaks",
     "default_job_name",
     "is_model_api_error",
+    "job_holder",
     "job_lock",
     "regrade_job",
     "regraded_view",

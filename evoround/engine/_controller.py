@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -288,6 +289,7 @@ class RoundFrame:
             model_usage=self.model_usage,
             usage=self.usage,
             resumed_from=self.resumed_from,
+            host=socket.gethostname(),
         )
         if result_json:
             (self.art / "result.json").write_text(

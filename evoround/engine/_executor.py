@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -48,6 +49,11 @@ class JobAborted(BaseException):  # noqa: N818
     """Unwinds an attempt without recording anything more (second Ctrl-C, grace over)."""
 
 
+class RunnerLost(RuntimeError):
+    """The runner can run nothing more (the Ray head is gone): the job stopped where it was;
+    every round recorded so far is kept and ``--resume`` continues it."""
+
+
 RecordFn = Callable[[RoundResult], None]
 
 
@@ -59,6 +65,11 @@ class UnitRunner(Protocol):
     """
 
     def __call__(self, unit: Unit, recorded: list[RoundResult], record: RecordFn) -> None: ...
+
+    def lost(self) -> str | None:
+        """Why the runner can run nothing more (None: it can). Checked by the driver's main
+        thread while units run: a unit blocked on a lost cluster never returns."""
+        ...
 
 
 @dataclass
@@ -287,6 +298,7 @@ class Executor:
             for i, unit in enumerate(units):
                 queued = False
                 while not (queued := self._put(q, unit)):
+                    self._check_runner()
                     if self.stopping.is_set():
                         break
                 if self.stopping.is_set():
@@ -295,8 +307,8 @@ class Executor:
                     break
             for _ in threads:
                 while not self._put(q, None):
-                    pass
-            self._join(threads, deadline=None)
+                    self._check_runner()
+            self._join(threads, deadline=None, check=self._check_runner)
         except KeyboardInterrupt:
             self._interrupted(q, threads)
             raise
@@ -316,10 +328,24 @@ class Executor:
         except queue.Full:
             return False
 
+    def _check_runner(self) -> None:
+        """Stop the job (:class:`RunnerLost`) once the runner says it can run nothing more:
+        nothing more is recorded and the unit threads (daemons) are left where they hang."""
+        reason = self.runner.lost()
+        if reason is not None:
+            self.stopping.set()
+            self.aborting.set()
+            raise RunnerLost(reason)
+
     @staticmethod
-    def _join(threads: list[threading.Thread], deadline: float | None) -> bool:
+    def _join(
+        threads: list[threading.Thread],
+        deadline: float | None,
+        check: Callable[[], None] = lambda: None,
+    ) -> bool:
         for t in threads:
             while t.is_alive():
+                check()
                 if deadline is not None and time.monotonic() >= deadline:
                     return False
                 t.join(0.2)
@@ -374,6 +400,7 @@ def infra_result(
         status=RoundStatus.infra,
         error=f"{type(error).__name__}: {error}",
         started_at=datetime.now(UTC),
+        host=socket.gethostname(),
     )
 
 

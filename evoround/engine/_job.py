@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from evoround.engine._cluster import ClusterError
 from evoround.engine._controller import RunContext
 from evoround.engine._executor import Executor, RunOptions, UnitRunner, infra_result
 from evoround.engine._joblock import job_lock
@@ -49,6 +51,7 @@ from evoround.throttle import ModelLimit, use_model_limit
 from evoround.verifiers.checklist import JudgeConfig
 
 if TYPE_CHECKING:
+    from evoround.engine._ray import RayRunner
     from evoround.scaffolds import ModelOptions
     from evoround.scaffolds.proxy import ModelProxy
 
@@ -74,7 +77,24 @@ def _diff(a: object, b: object, where: str = "") -> list[str]:
     return [f"{where}: {_short(a)} -> {_short(b)}"]
 
 
+def _identity(config: JobConfig) -> dict[str, Any]:
+    """What makes a job the same job: its content, never where its folder or its tasks lie
+    (a copied, renamed or moved job folder, or tasks moved elsewhere, is the same job), and
+    never how many attempts it has (``--resume -k N`` may extend it: see
+    :func:`write_job_config`)."""
+    data = config.model_dump(mode="json", exclude={"job", "attempts"})
+    data["tasks"] = {name: {**ref, "path": None} for name, ref in data["tasks"].items()}
+    return data
+
+
 def write_job_config(job_dir: Path, config: JobConfig) -> None:
+    """Write the config lock, or check it against the one already there.
+
+    The lock identifies the job by its content (:func:`_identity`): a job folder copied,
+    renamed or moved resumes, and its lock is rewritten with today's name and task paths.
+    More attempts than recorded extend the job (the recorded attempts are kept, the new
+    ones run); fewer are refused, as is any other difference, in one line listing them.
+    """
     path = job_dir / "job.json"
     if path.exists():
         try:
@@ -88,13 +108,18 @@ def write_job_config(job_dir: Path, config: JobConfig) -> None:
         # values (and write them down) rather than refuse every resume of an older job.
         added = set(JobConfig.model_fields) - old.model_fields_set
         old = old.model_copy(update={k: getattr(config, k) for k in added})
-        if old != config:
-            a, b = old.model_dump(mode="json"), config.model_dump(mode="json")
+        a, b = _identity(old), _identity(config)
+        if a != b:
             raise JobConfigMismatch(
                 f"{path} was written for a different job; refusing to mix results: "
                 + "; ".join(_diff(a, b))
             )
-        if not added:
+        if config.attempts < old.attempts:
+            raise JobConfigMismatch(
+                f"{path} records {old.attempts} attempts per task: a resume cannot run fewer "
+                f"(-k {config.attempts}); leave out -k to resume it, or start a new --job"
+            )
+        if old == config and not added:  # added fields are written down
             return
     atomic_write(path, json.dumps(config.model_dump(mode="json"), indent=2))
 
@@ -173,9 +198,51 @@ def run_job(
         keep_snapshots=keep_snapshots,
         proxy=proxy,
     )
-    with job_lock(job_dir):  # released at the end, on Ctrl-C/SIGTERM and on errors
-        write_job_config(job_dir, config)
-        return _execute(job, observer or JobObserver(), options)
+    return _run_locked(job, observer or JobObserver(), options)
+
+
+def _run_locked(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
+    """Under the job lock: connect the cluster (Ray), write the config lock, run. A cluster
+    that cannot run the job (:class:`ClusterError`) leaves no new job folder behind."""
+    created = not job.job_dir.exists()
+    try:
+        with job_lock(job.job_dir):  # released at the end, on Ctrl-C/SIGTERM and on errors
+            ray = _connect(job, options)  # every node probed before job.json is written
+            try:
+                write_job_config(job.job_dir, job.config)
+            except BaseException:
+                if ray is not None:
+                    ray.close()
+                raise
+            return _execute(job, observer, options, ray)
+    except ClusterError:
+        if created:  # nothing ran
+            shutil.rmtree(job.job_dir, ignore_errors=True)
+        raise
+
+
+def _connect(job: _Job, options: RunOptions) -> RayRunner | None:
+    """``--executor ray``: the cluster, connected and probed (:class:`ClusterError` names a
+    node that cannot run this job); None for the local executor."""
+    if options.executor != "ray":
+        return None
+    from evoround.engine._ray import RayRunner
+
+    ray = RayRunner(
+        job.scaffold,
+        job_dir=job.job_dir,
+        sandbox=job.sandbox,
+        store_root=job.store.root,
+        judge=job.judge,
+        keep_snapshots=job.keep_snapshots,
+        address=options.ray_address,
+    )
+    try:
+        ray.probe([Path(t.path) for t in job.tasks])
+    except BaseException:
+        ray.close()
+        raise
+    return ray
 
 
 def check_window(tasks: list[Task], window: tuple[int, int | None] | None) -> None:
@@ -245,7 +312,7 @@ def _check_executor(options: RunOptions, proxy: ModelProxy | None) -> None:
         raise ValueError("--proxy listens on this machine's loopback: use --executor local")
 
 
-def _execute(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
+def _execute(job: _Job, observer: JobObserver, options: RunOptions, ray: RayRunner | None) -> Path:
     """Plan what is left, then hand it to the executor (threads or Ray), the single writer."""
     existing, todo = _plan(job, observer, options)
     limits = Limits(
@@ -256,7 +323,7 @@ def _execute(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
     )
     use_model_limit(ModelLimit(limits.model_connections))  # agents and the judge wait on it
     writer = ResultsWriter(job.job_dir / "results.jsonl")
-    runner, close = _runner(job, options, limits)
+    runner, close = _runner(job, limits, ray)
     scaffold = job.scaffold
     executor = Executor(
         runner,
@@ -312,22 +379,11 @@ def _plan(
 
 
 def _runner(
-    job: _Job, options: RunOptions, limits: Limits
+    job: _Job, limits: Limits, ray: RayRunner | None
 ) -> tuple[UnitRunner, Callable[[], None]]:
-    """The unit runner (Ray tasks, or threads of this process on a limited provider) and
-    what closes it: on abort and at the end, whatever ran."""
-    if options.executor == "ray":
-        from evoround.engine._ray import RayRunner
-
-        ray = RayRunner(
-            job.scaffold,
-            job_dir=job.job_dir,
-            sandbox=job.sandbox,
-            store_root=job.store.root,
-            judge=job.judge,
-            keep_snapshots=job.keep_snapshots,
-            address=options.ray_address,
-        )
+    """The unit runner (Ray tasks on the connected cluster, or threads of this process on a
+    limited provider) and what closes it: on abort and at the end, whatever ran."""
+    if ray is not None:
         return ray, ray.close
     inner = job_provider(
         job.sandbox,

@@ -90,6 +90,16 @@ def holder_dead(rec: JobLockRecord, here: Here | None = None) -> bool:
     return owner_dead(rec.owner, h, process_start(rec.owner.pid), age_s=0.0, lease_s=math.inf)
 
 
+def job_holder(job_dir: Path) -> JobLockRecord | None:
+    """Who runs the job in ``job_dir`` now: the record of ``job.lock`` unless there is
+    none or its holder is provably dead (a run killed with SIGKILL leaves the file). Only
+    reads: taking the flock, even for a moment, could refuse a run starting just then."""
+    rec = _read_record(job_dir / LOCK_FILE)
+    if rec is None or holder_dead(rec):
+        return None
+    return rec
+
+
 def _same_file(fd: int, path: Path) -> bool:
     try:
         return os.fstat(fd).st_ino == os.stat(path).st_ino

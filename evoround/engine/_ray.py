@@ -14,24 +14,41 @@ single writer (:class:`evoround.engine._executor.Executor`), which also dedupes 
   the driver recorded. Continuing on another node needs the snapshot there: a shared
   ``EVOROUND_HOME`` (or a single node); otherwise the resume is an infra failure, reported.
 * Artefacts (trajectories, junit.xml) are written by the worker under the job folder, so
-  on a multi-node cluster the job folder should be on a shared filesystem.
+  on a multi-node cluster the job folder must be on a shared filesystem: before any unit,
+  every node is probed (:func:`evoround.engine._cluster.probe_node`) and a node that cannot
+  see the job folder or the tasks, or runs another evoround, is one line naming it.
+* Each worker appends the engine's log of its units to ``<job>/.workers/<host>-<pid>.log``.
+* A lost head stops the job (:class:`HeadWatch`) before Ray would end the driver silently.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
-import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evoround.engine._cluster import (
+    PROBE_TIMEOUT_S,
+    WORKERS_DIR,
+    ClusterError,
+    HeadWatch,
+    Tokens,
+    gcs_endpoint,
+    node_name,
+    probe_node,
+    verdict,
+    worker_log,
+)
 from evoround.results import Mode, RoundResult
 from evoround.sandboxes import SandboxUnavailable
 from evoround.scaffolds import Scaffold
-from evoround.settings import evoround_home
+from evoround.settings import evoround_home, settings
 from evoround.verifiers.checklist import JudgeConfig
 
 if TYPE_CHECKING:
@@ -53,17 +70,65 @@ def _remote_unit(
     judge: JudgeConfig | None,
     keep_snapshots: bool,
 ) -> Iterator[str]:
-    """Runs on a Ray worker: one unit through the controller, yielding each recorded round."""
+    """Runs on a Ray worker: one unit through the controller, yielding each recorded round;
+    the engine's log of it goes to the job folder (``.workers/<host>-<pid>.log``)."""
+    jd = Path(job_dir)
+    handler = worker_log(jd)  # where units ran, and what the engine said there
+    engine_log = logging.getLogger("evoround")
+    level = engine_log.level
+    if handler is not None:
+        engine_log.addHandler(handler)
+        engine_log.setLevel(logging.INFO)
+    log = logging.getLogger(__name__)
+    label = f"{Path(task_path).name} {mode}-{attempt:02d}" + (
+        f" r{round_index:02d}" if round_index else ""
+    )
+    log.info("%s: started (%d rounds recorded before)", label, len(recorded))
+    try:
+        yield from _unit_rounds(
+            scaffold,
+            task_path,
+            mode,
+            attempt,
+            round_index,
+            recorded,
+            jd,
+            sandbox,
+            store_root,
+            judge,
+            keep_snapshots,
+        )
+        log.info("%s: done", label)
+    except Exception:
+        log.exception("%s: failed", label)
+        raise
+    finally:
+        if handler is not None:
+            engine_log.removeHandler(handler)
+            engine_log.setLevel(level)
+            handler.close()
+
+
+def _unit_rounds(
+    scaffold: Scaffold,
+    task_path: str,
+    mode: str,
+    attempt: int,
+    round_index: int | None,
+    recorded: list[str],
+    jd: Path,
+    sandbox: str,
+    store_root: str,
+    judge: JudgeConfig | None,
+    keep_snapshots: bool,
+) -> Iterator[str]:
+    """The unit through the controller in a thread of the worker, each round as it comes."""
     from evoround.engine._controller import RunContext
     from evoround.engine._units import Unit, job_provider, run_unit
     from evoround.results import load_job
     from evoround.snapshots import SnapshotStore
     from evoround.tasks import load_task
 
-    jd = Path(job_dir)
-    workers = jd / ".workers"
-    workers.mkdir(parents=True, exist_ok=True)
-    (workers / f"{socket.gethostname()}-{os.getpid()}").touch()  # where units ran (debugging)
     task = load_task(Path(task_path))
     cfg = load_job(jd).config  # the lock carries the protocol and the image map
     unit = Unit(
@@ -137,6 +202,7 @@ class RayRunner:
                 address=address or os.environ.get("RAY_ADDRESS") or "auto",
                 log_to_driver=False,
                 configure_logging=False,
+                runtime_env=settings().ray_runtime_env,  # EVOROUND_RAY_RUNTIME_ENV
             )
         # ray's stubs type a remote function by its arity and its result as one ObjectRef:
         # a streaming generator task fits neither, so the handle is untyped here and what
@@ -151,6 +217,77 @@ class RayRunner:
         self.keep_snapshots = keep_snapshots
         self._lock = threading.Lock()
         self._running: set[Any] = set()
+        endpoint = gcs_endpoint(ray.get_runtime_context().gcs_address or "")
+        self._watch = HeadWatch(endpoint) if endpoint is not None else None
+
+    def lost(self) -> str | None:
+        """Why no more units can run: the head is gone (None: it answers)."""
+        return self._watch.lost() if self._watch is not None else None
+
+    def probe(self, tasks: list[Path]) -> None:
+        """Before any unit: every node that can run units sees the job folder (a token
+        written just now), the task folders and the same evoround; :class:`ClusterError`
+        names the first node that does not. A snapshot store a node does not share is a
+        warning (each node then builds its own reference states)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ray = self.ray
+        nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU")]
+        remote: Any = ray.remote(num_cpus=0, max_retries=0)(probe_node)
+        tokens = Tokens(self.job_dir, self.store_root)
+        tokens.write()
+        try:
+            refs = {
+                node_name(n): remote.options(
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+                ).remote(
+                    str(self.job_dir),
+                    f"{WORKERS_DIR}/{tokens.name}",
+                    tokens.value,
+                    [str(Path(t).resolve()) for t in tasks],
+                    str(self.store_root),
+                )
+                for n in nodes
+            }
+            unshared = self._answers(refs, tokens)
+        finally:
+            tokens.remove()
+        if unshared:
+            logging.getLogger(__name__).warning(
+                "the snapshot store %s is not shared with Ray node(s) %s: each node builds "
+                "its own reference states, and an attempt cut short on one node cannot "
+                "continue on another (share EVOROUND_HOME: docs/cluster.md)",
+                self.store_root,
+                ", ".join(unshared),
+            )
+
+    def _answers(self, refs: dict[str, Any], tokens: Tokens) -> list[str]:
+        """Each node's answer checked (the first wrong one raises); the nodes whose store
+        is not the driver's."""
+        ray = self.ray
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        unshared = []
+        for name, ref in refs.items():
+            try:
+                seen = ray.get(ref, timeout=max(1.0, deadline - time.monotonic()))
+            except ray.exceptions.GetTimeoutError:
+                raise ClusterError(
+                    f"Ray node {name} did not answer in {PROBE_TIMEOUT_S:.0f} s: is it "
+                    "overloaded or cut off from the head?"
+                ) from None
+            except ray.exceptions.RayError as e:
+                first = (str(e).strip().splitlines() or [type(e).__name__])[-1]
+                raise ClusterError(
+                    f"Ray node {name} cannot run evoround ({first[:200]}): install the same "
+                    "evoround at the same path on every node, or pass it in a Ray "
+                    "runtime_env (docs/cluster.md)"
+                ) from None
+            problem = verdict(name, seen, tokens)
+            if problem is not None:
+                raise ClusterError(problem)
+            if not seen.get("store"):
+                unshared.append(name)
+        return unshared
 
     def __call__(
         self, unit: Unit, recorded: list[RoundResult], record: Callable[[RoundResult], None]
@@ -189,7 +326,12 @@ class RayRunner:
                 self._running.discard(gen)
 
     def close(self) -> None:
-        """Cancel what still runs (abort path) and disconnect from the cluster."""
+        """Cancel what still runs (abort path) and disconnect from the cluster; with the
+        head lost there is nothing to cancel on, and talking to it would only hang."""
+        if self._watch is not None:
+            self._watch.close()
+            if self._watch.lost() is not None:
+                return
         with self._lock:
             running = list(self._running)
         for gen in running:

@@ -118,6 +118,10 @@ class LocalRunner:
     ) -> None:
         run_unit(self.ctx, unit, recorded, record)
 
+    def lost(self) -> str | None:
+        """Threads of this process are never lost."""
+        return None
+
 
 def run_unit(
     base: RunContext, unit: Unit, recorded: list[RoundResult], record: Callable[[RoundResult], None]

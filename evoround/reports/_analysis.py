@@ -131,7 +131,8 @@ def leaderboard(
                     if cost.usd is not None
                     else "unknown"
                 ),
-                "problems": view.problems,
+                "problems": view.problems
+                + ([view.running.describe(view.path.name)] if view.running else []),
                 "colour": colours[view.path.name],
                 "intervals": {
                     name: iv.model_dump(mode="json")

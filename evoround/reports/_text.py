@@ -312,6 +312,8 @@ def job_json(
             mode="json"
         ),
         "records": len(view.records),
+        "running": view.running.as_json() if view.running else None,
+        "partial": view.running is not None,
         "problems": view.problems,
         "integrity_violations": integrity_violations(view),
         "cost": _cost_json(view),
@@ -358,6 +360,8 @@ def print_report(
         console.print(job_tables(v, resamples=resamples, seed=seed))
         for note in v.config.agent_notes:
             console.print(f"[yellow]note:[/] {v.config.agent} {note}", highlight=False)
+        if v.running is not None:
+            console.print(f"[yellow]running:[/] {v.running.describe(v.path.name)}", highlight=False)
         if v.isolation() is not None:
             console.print(f"sandbox: local, isolation {v.isolation()}", highlight=False)
         summary = problem_summary(v.problems)

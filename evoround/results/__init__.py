@@ -19,6 +19,7 @@ from evoround.results._cost import Cost, cost_of
 from evoround.results._jobdir import (
     ISOLATION_FILE,
     JobConfig,
+    JobRunning,
     JobView,
     NotAJobDir,
     TaskRef,
@@ -67,6 +68,7 @@ __all__ = [
     "Evidence",
     "INFRA_STATUSES",
     "JobConfig",
+    "JobRunning",
     "JobView",
     "Metrics",
     "Mode",

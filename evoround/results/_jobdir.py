@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,35 @@ ISOLATION_FILE = "sandbox.txt"
 
 
 @dataclass(frozen=True)
+class JobRunning:
+    """Who is running a job right now (its ``job.lock`` names a live holder): a report of
+    it shows the rounds recorded so far, so its figures are partial. Filled in by the
+    caller that can tell a live holder from a dead one (``evoround.api.report``)."""
+
+    host: str
+    pid: int
+    since: datetime
+
+    def describe(self, job: str) -> str:
+        since = self.since.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return (
+            f"job {job} is running (pid {self.pid} on host {self.host or '?'} since {since}): "
+            "its figures are partial, from the rounds recorded so far"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {"host": self.host, "pid": self.pid, "since": self.since.isoformat()}
+
+
+@dataclass(frozen=True)
 class JobView:
     path: Path
     config: JobConfig
     records: list[RoundResult]
     problems: list[str]
     n_rounds: dict[str, int]
+    running: JobRunning | None = None
+    """Set while a run of the job holds its lock (see :class:`JobRunning`)."""
 
     def isolation(self) -> str | None:
         """How the local sandbox isolated the agent in the latest run of this job (``bwrap``,

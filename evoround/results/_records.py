@@ -207,6 +207,10 @@ class RoundResult(BaseModel):
     resumed_from: int | None = None
     """Lineage of a resumed MT attempt: the round whose snapshot and saved agent session this
     round continued from (the process that ran that round had died); None otherwise."""
+    host: str | None = None
+    """The host name of the machine that ran the round (on a cluster: which node; for an
+    infra record the driver made because no round could run: the driver's). Records
+    written before this field existed read as None. Never part of a figure."""
 
     @property
     def key(self) -> tuple[str, str, int, int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,9 @@ class JobEntry:
     """The leaderboard's point estimates (cheap: computed on every re-read)."""
     intervals: dict[str, Any] | None = None
     """Their bootstrap intervals, filled by a background thread (None until done)."""
+    holder: Callable[[Path], bool] | None = None
+    """Whether a live run holds the job (the engine's lock check, given by the caller:
+    the viewer does not import the engine)."""
 
     @property
     def name(self) -> str:
@@ -69,7 +73,10 @@ class JobEntry:
 
     @property
     def running(self) -> bool:
-        """A run holds the job (the engine's ``job.lock`` is present while one runs)."""
+        """A live run holds the job. Without the engine's check, a ``job.lock`` present is
+        taken as running (a run killed with SIGKILL leaves one behind)."""
+        if self.holder is not None:
+            return self.holder(self.path)
         return (self.path / LOCK_FILE).exists()
 
 
@@ -84,14 +91,14 @@ def _stamp(path: Path) -> tuple[int, int]:
 class JobIndex:
     """The job folders given on the command line, each re-read when its results change."""
 
-    def __init__(self, paths: list[Path]) -> None:
+    def __init__(self, paths: list[Path], running: Callable[[Path], bool] | None = None) -> None:
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
         self.entries: list[JobEntry] = []
         for p in paths:
             if not p.is_dir():
                 raise ViewError(f"{p}: not a folder")
-            e = JobEntry(path=p.resolve())
+            e = JobEntry(path=p.resolve(), holder=running)
             try:  # read once here: the check that it is a job is the first load
                 self._load(e, _stamp(e.path))
             except NotAJobDir as err:

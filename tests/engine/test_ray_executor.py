@@ -3,12 +3,15 @@ units at once) gives the same metrics as the local executor; only the driver wri
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,8 @@ from evoround.results import Mode, load_job
 from evoround.scaffolds import ScriptedScaffold, load_script
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import load_tasks
-from tests.engine.test_resume_kill import canonical, make_suite
+from tests.engine.test_resume_kill import canonical, make_suite, n_records
+from tests.helpers import COUNTER
 
 
 def _free_port() -> int:
@@ -28,10 +32,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def ray_head(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields "host:port"
+@contextlib.contextmanager
+def _head(env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``ray start --head --block`` in its own session; torn down by killing that session."""
-    tmp = Path("/tmp") / f"evoray-{os.getpid()}"  # short: Ray's socket paths have a length cap
+    tmp = Path("/tmp") / f"evoray-{os.getpid()}-{_free_port()}"  # short: Ray's socket paths
     port = _free_port()
     proc = subprocess.Popen(
         [
@@ -41,6 +45,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields
             "--object-store-memory=100000000", f"--temp-dir={tmp}",
         ],
         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
     address = f"127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -55,16 +60,26 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - yields
                 pytest.fail("ray head did not open its port")
             time.sleep(0.5)
     time.sleep(2)
-    yield address
-    if ray.is_initialized():
-        ray.shutdown()
-    os.killpg(proc.pid, signal.SIGTERM)  # `ray start --block` stops what it started
     try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    shutil.rmtree(tmp, ignore_errors=True)
+        yield address, proc
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)  # `ray start --block` stops what it started
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_head() -> Iterator[str]:
+    """A local Ray head (127.0.0.1, 2 CPUs) for the module's tests."""
+    with _head() as (address, _):
+        yield address
 
 
 def _run(root: Path, tasks_dir: Path, script: Path, options: RunOptions) -> Path:
@@ -87,9 +102,80 @@ def test_ray_matches_local(tmp_path: Path, ray_head: str) -> None:
     )  # fmt: skip
     assert canonical(on_ray) == canonical(local)
     assert load_job(on_ray).metrics() == load_job(local).metrics()
-    # units ran in >= 2 worker processes, none of which wrote results.jsonl (only the driver)
-    workers = {p.name for p in (on_ray / ".workers").iterdir()}
-    assert len(workers) >= 2, workers
-    assert str(os.getpid()) not in {w.rsplit("-", 1)[1] for w in workers}
+    # units ran in >= 2 worker processes, none of which wrote results.jsonl (only the driver);
+    # each left its log in the job folder, and every record names the host
+    logs = {p.stem: p.read_text() for p in (on_ray / ".workers").glob("*.log")}
+    assert len(logs) >= 2, logs
+    assert str(os.getpid()) not in {w.rsplit("-", 1)[1] for w in logs}
+    assert all(": started (" in text for text in logs.values()), logs
+    assert {r.host for r in load_job(on_ray).records} == {socket.gethostname()}
     # workers harden the local sandbox as the local runner does, and say how
     assert load_job(on_ray).isolation() == load_job(local).isolation() is not None
+
+
+def _cli(*args: str | Path) -> list[str]:
+    return [sys.executable, "-c", "from evoround.cli import main; main()", *map(str, args)]
+
+
+def test_a_job_folder_the_workers_cannot_see(tmp_path: Path, ray_head: str) -> None:
+    """The driver writes its job folder where no worker sees it (a tmpfs mounted in the
+    driver's own mount namespace): one line naming the folder and the node, before any work,
+    and no job folder left behind."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -m is not permitted here (needs CAP_SYS_ADMIN)")
+    private = tmp_path / "private"
+    private.mkdir()
+    home = tmp_path / "home"
+    run = _cli(
+        "run", COUNTER, "--mode", "mt", "--out", private / "runs", "--job", "hidden",
+        "--executor", "ray", "--ray-address", ray_head,
+    )  # fmt: skip
+    script = f'mount -t tmpfs tmpfs "{private}" && exec "$@"'
+    res = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", *run],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "EVOROUND_HOME": str(home)},
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr[-3000:]
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert f"the job folder {private}/runs/hidden is not visible on Ray node" in lines[0]
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.slow
+def test_a_lost_head_ends_with_the_resume_command(tmp_path: Path) -> None:
+    """The Ray head killed mid-job: the driver stops within EVOROUND_RAY_HEAD_TIMEOUT (not
+    after Ray's silent 60 s), says why and how to resume, keeps what was recorded (exit 1)."""
+    tasks, script, _ = make_suite(tmp_path, nap=6)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "EVOROUND_HOME": str(tmp_path / "home"), "EVOROUND_RAY_HEAD_TIMEOUT": "5"}
+    with _head() as (address, head):
+        driver = subprocess.Popen(
+            _cli("run", tasks / "counter", "--agent", "scripted", "--script", script,
+                 "--mode", "mt", "--out", runs, "--job", "headless",
+                 "--executor", "ray", "--ray-address", address),
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 240
+            while n_records(runs / "headless") < 1:
+                assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
+                assert time.monotonic() < deadline, "no round recorded in 240 s"
+                time.sleep(0.2)
+            os.killpg(head.pid, signal.SIGKILL)
+            killed = time.monotonic()
+            _, err = driver.communicate(timeout=120)
+            took = time.monotonic() - killed
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.wait()
+    assert driver.returncode == 1, err[-3000:]
+    assert took < 45, f"the driver took {took:.0f} s to stop"
+    last = err.strip().splitlines()[-1]
+    assert "the Ray head at " in last and "unreachable for 5 s: the job stopped" in last
+    assert f"continue with: evoround run --resume {runs / 'headless'}" in last
+    assert "--executor ray --ray-address " in last
+    assert n_records(runs / "headless") >= 1
+    assert not (runs / "headless" / "job.lock").exists()  # released: a resume may start

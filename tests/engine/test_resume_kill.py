@@ -199,12 +199,12 @@ def test_resume_refuses_a_different_config(tmp_path: Path, baseline: dict) -> No
     e = env(tmp_path / "home")
     assert run_and_kill(run_args(tasks, script, tmp_path / "runs"), e, lambda: n_records(job) >= 1)
     res = subprocess.run(
-        cli("run", "--resume", job, "--script", script, "-k", "2"),
+        cli("run", "--resume", job, "--script", script, "--mode", "mt"),
         env=e, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert res.returncode == 2
-    assert "attempts: 1 -> 2" in res.stderr
-    assert json.loads((job / "job.json").read_text())["attempts"] == 1
+    assert "modes: ['mt', 'sr'] -> ['mt']" in res.stderr
+    assert json.loads((job / "job.json").read_text())["modes"] == ["mt", "sr"]
 
 
 def test_sigint_grace_finishes_running_round(tmp_path: Path, baseline: dict) -> None:

@@ -1,0 +1,91 @@
+"""Configuration invariance, the cheap legs (DESIGN "Configuration invariance"): one fixed
+job gives the same figures, every one of ``report --json`` (tests/invariance.py), with one
+worker or two, and killed with SIGKILL mid-job then resumed.
+
+The job: the bundled ``pricing`` task (process checks of several kinds, so CSR, ISR and the
+compliance decay are figures too) under the bundled ``scripted:regressor`` agent (round 3
+regresses in MT only: a failure class, a state penalty, a Gap), rounds 1-3, one attempt,
+MT and SR, in the local sandbox. The multi-node Ray and Docker legs live elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evoround.tasks import library_path
+from tests.engine.test_resume_kill import cli, n_records, run_and_kill
+from tests.helpers import evoround_cli
+from tests.invariance import differences, figures
+
+pytestmark = pytest.mark.slow
+
+JOB = ("--agent", "scripted:regressor", "--rounds", "1-3", "--mode", "both")
+
+
+def _run(root: Path, job: str, *extra: str) -> Path:
+    res = evoround_cli(
+        "run", str(library_path() / "pricing"), *JOB, "--out", str(root / "runs"),
+        "--job", job, *extra, env=_env(root),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    return root / "runs" / job
+
+
+def _env(root: Path) -> dict[str, str]:
+    return {"EVOROUND_HOME": str(root / "home")}
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    root = tmp_path_factory.mktemp("invariance")
+    job = _run(root, "job-one", "-j", "1")
+    got = figures(job, env=_env(root))
+    metrics = got["jobs"][0]["metrics"]
+    assert metrics["mt_at_k"] < metrics["sr"] == 1.0  # the regression is in the figures
+    assert got["jobs"][0]["compliance"]["checks"] > 0  # and so are the process checks
+    return root, got
+
+
+def test_two_workers_change_no_figure(baseline: tuple[Path, Any]) -> None:
+    root, one = baseline
+    two = _run(root, "job-two", "-j", "2")
+    assert differences(one, figures(two, env=_env(root))) == []
+
+
+def test_kill_and_resume_change_no_figure(baseline: tuple[Path, Any]) -> None:
+    root, one = baseline
+    job = root / "runs" / "job-killed"
+    env = {**os.environ, **_env(root)}
+    cmd = cli(
+        "run", library_path() / "pricing", *JOB, "--out", root / "runs", "--job", "job-killed"
+    )
+    assert run_and_kill(cmd, env, lambda: n_records(job) >= 4), "finished before the kill"
+    res = subprocess.run(
+        cli("run", "--resume", job), env=env, capture_output=True, text=True, timeout=600
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert differences(one, figures(job, env=_env(root))) == []
+
+
+def test_a_changed_record_is_named_where_it_changes_a_figure(
+    baseline: tuple[Path, Any], tmp_path: Path
+) -> None:
+    """The check can fail, and says where: one MT round turned from passed to failed."""
+    root, one = baseline
+    job = tmp_path / "job-edited"
+    shutil.copytree(root / "runs" / "job-one", job)
+    results = job / "results.jsonl"
+    records = [json.loads(ln) for ln in results.read_text().splitlines()]
+    flipped = next(r for r in records if (r["mode"], r["round"], r["passed"]) == ("mt", 2, True))
+    flipped.update(passed=False, status="failed")
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    diff = differences(one, figures(job, env=_env(root)))
+    assert any(d.startswith("jobs[0].metrics.mt_at_k: ") for d in diff), diff
+    assert not any(".config." in d for d in diff), diff  # a copy under another name
+    assert any(d.startswith("jobs[0].metrics.by_round[1].mt_pass_rate: ") for d in diff), diff
