@@ -111,9 +111,7 @@ def basename_clash(active: Iterable[str]) -> tuple[str, str] | None:
     seen: dict[str, str] = {}
     for rel in sorted(files):
         name = rel.rsplit("/", 1)[-1]
-        if not (name.startswith("test_") or name.endswith("_test.py")) or not name.endswith(
-            ".py"
-        ):
+        if not (name.startswith("test_") or name.endswith("_test.py")) or not name.endswith(".py"):
             continue
         folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
         if folder in packages:

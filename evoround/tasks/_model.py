@@ -92,9 +92,40 @@ def inside_task(rel: str) -> str:
 
 
 SYSTEM_DIRS = frozenset(
-    "/bin /boot /dev /etc /home /lib /lib32 /lib64 /libx32 /media /mnt /opt /proc /run "
-    "/sbin /srv /sys /tmp /usr /usr/bin /usr/include /usr/lib /usr/lib64 /usr/libexec /usr/local "
-    "/usr/local/bin /usr/local/lib /usr/sbin /usr/share /var /var/lib /var/log".split()
+    [
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/usr/bin",
+        "/usr/include",
+        "/usr/lib",
+        "/usr/lib64",
+        "/usr/libexec",
+        "/usr/local",
+        "/usr/local/bin",
+        "/usr/local/lib",
+        "/usr/sbin",
+        "/usr/share",
+        "/var",
+        "/var/lib",
+        "/var/log",
+    ]
 )
 """Folders a workspace may not be: it is copied, diffed and reset, so the system would be."""
 SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/proc", "/sbin", "/sys", "/usr/bin")

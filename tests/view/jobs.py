@@ -34,7 +34,10 @@ def job_config(
         attempts=attempts,
         modes=[Mode.mt, Mode.sr],
         sandbox="local",
-        tasks={t: TaskRef(digest="0" * 64, n_rounds=n, path=f"/nonexistent/{t}") for t, n in tasks.items()},
+        tasks={
+            t: TaskRef(digest="0" * 64, n_rounds=n, path=f"/nonexistent/{t}")
+            for t, n in tasks.items()
+        },
     )
 
 
