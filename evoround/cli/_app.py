@@ -38,7 +38,8 @@ app = typer.Typer(
     "verified against the cumulative hidden tests in an isolated clone, and an attempt "
     "stops at its first failed round.\n\n"
     "Exit codes: 0 every attempt was evaluated (whatever the score); 1 the job finished but "
-    "some rounds could not be evaluated (infra, model_api, judge errors: stderr says how "
+    "some rounds could not be evaluated (infra, model_api, judge errors, or task errors: "
+    "verifier_error, setup_error; stderr says how "
     "many and why); 2 usage or task error, nothing ran; 3 internal error (a bug); 130 "
     "interrupted (resumable with the printed command).",
     no_args_is_help=True,

@@ -174,3 +174,19 @@ def test_a_missing_extra_is_one_line_naming_the_pip_command(tmp_path: Path) -> N
                    env={"EVOROUND_CLAUDE_BIN": str(tmp_path / "nope")})  # fmt: skip
     assert res.returncode == 2 and "EVOROUND_CLAUDE_BIN" in res.stderr
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("status", ["verifier_error", "setup_error"])
+def test_a_job_of_task_errors_exits_1_and_names_them(status: str) -> None:
+    """A job where the task's verifier gave no verdict (or its set-up failed) in every
+    round is not a clean score of 0: exit 1, and the line says it is the task's fault."""
+    from collections import Counter
+
+    from evoround.api import Outcome
+
+    every = Outcome(rounds=3, not_evaluated=Counter({status: 3}), first_error=None)
+    assert every.code_at(0.0) == 1 and every.code_at(1.0) == 1  # never a job of nothing
+    line = every.summary()
+    assert line is not None and "all 3 rounds" in line and "task errors" in line
+    some = Outcome(rounds=4, not_evaluated=Counter({status: 1}), first_error=None)
+    assert some.code_at(0.0) == 1 and some.code_at(0.5) == 0
