@@ -57,6 +57,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "NOT_EVALUATED",
+    "TASK_ERRORS",
     "AttemptReport",
     "Cost",
     "JobReport",
@@ -76,9 +77,15 @@ EXIT_NOT_EVALUATED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-NOT_EVALUATED = frozenset({RoundStatus.infra, RoundStatus.model_api, RoundStatus.judge_error})
-"""Statuses that say nothing about the agent: the harness, the model API or the judge failed.
-``verifier_timeout`` is not among them: a solution that hangs its tests is the agent's."""
+TASK_ERRORS = frozenset({RoundStatus.verifier_error, RoundStatus.setup_error})
+"""Statuses where the task itself failed (its verifier gave no verdict, its set-up failed):
+not the agent's failure, so a job of them is not a clean score either (exit 1)."""
+NOT_EVALUATED = (
+    frozenset({RoundStatus.infra, RoundStatus.model_api, RoundStatus.judge_error}) | TASK_ERRORS
+)
+"""Statuses that say nothing about the agent: the harness, the model API, the judge or the
+task failed. ``verifier_timeout`` is not among them: a solution that hangs its tests is
+the agent's."""
 
 
 def load_tasks(paths: Sequence[Path | str] | None = None) -> list[Task]:
@@ -154,6 +161,9 @@ class Outcome:
         else:
             head = f"{n} of {self.rounds} rounds could not be evaluated"
         tail = f"; first error: {self.first_error}" if self.first_error else ""
+        if any(s in self.not_evaluated for s in TASK_ERRORS):
+            tail += "; verifier_error/setup_error are task errors: check the task with "
+            tail += "`evoround tasks validate TASK`"
         return f"{head} ({why}){tail}"
 
 

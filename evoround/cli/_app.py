@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -38,7 +39,8 @@ app = typer.Typer(
     "verified against the cumulative hidden tests in an isolated clone, and an attempt "
     "stops at its first failed round.\n\n"
     "Exit codes: 0 every attempt was evaluated (whatever the score); 1 the job finished but "
-    "some rounds could not be evaluated (infra, model_api, judge errors: stderr says how "
+    "some rounds could not be evaluated (infra, model_api, judge errors, or task errors: "
+    "verifier_error, setup_error; stderr says how "
     "many and why); 2 usage or task error, nothing ran; 3 internal error (a bug); 130 "
     "interrupted (resumable with the printed command).",
     no_args_is_help=True,
@@ -251,6 +253,23 @@ def _debugging() -> bool:
         return False
 
 
+ENVIRONMENT_ERRNOS = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EMFILE}
+)
+"""OSErrors of the machine, not of evoround: a read-only or full disk, a missing permission."""
+
+
+def environment_error(e: OSError) -> str:
+    """An environment OSError as one line naming the path and what to do (exit 2, not 3)."""
+    where = e.filename or "a file"
+    hint = {
+        errno.ENOSPC: "the disk is full: free space or choose another --out",
+        errno.EDQUOT: "the disk quota is exceeded: free space or choose another --out",
+        errno.EROFS: "the file system is read-only: choose a writable folder",
+    }.get(e.errno or 0, "check the folder's permissions (or EVOROUND_HOME / --out)")
+    return f"cannot write {where}: {e.strerror or e} ({hint})"
+
+
 def _main() -> int:
     """The last line of defence: an unexpected exception is one line and exit 3, not a
     traceback (``EVOROUND_DEBUG=1`` shows it, for a bug report)."""
@@ -261,6 +280,13 @@ def _main() -> int:
 
         if isinstance(e, SettingsError):  # a bad EVOROUND_* variable: one line, no traceback
             err().print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            return 2
+        if isinstance(e, OSError) and e.errno in ENVIRONMENT_ERRNOS:
+            err().print(
+                f"[bold red]error:[/] {escape(environment_error(e))}",
+                highlight=False,
+                soft_wrap=True,
+            )
             return 2
         if _debugging():
             raise

@@ -172,7 +172,8 @@ def run(
     """Run an agent on tasks and print the report. Results stream to OUT/JOB/results.jsonl.
 
     Exit codes: 0 every attempt was evaluated (whatever the score); 1 the job finished but
-    some rounds could not be evaluated (infra, model_api, judge errors; stderr says how
+    some rounds could not be evaluated (infra, model_api, judge errors, or task errors:
+    verifier_error, setup_error; stderr says how
     many and why); 2 usage or task error, nothing ran; 130 interrupted (resumable).
     """
     params = {k: v for k, v in locals().items() if k != "ctx"}  # the options, as converted

@@ -16,11 +16,20 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from evoround.tasks._authoring import (
+    AuthoringError,
+    basename_clash,
+    check_python,
+    check_scripts,
+    size_message,
+)
 from evoround.tasks._errors import describe_error, known_keys, unknown_key_message
 from evoround.tasks._model import Round, RoundSpec, Task, TaskFile
 from evoround.tasks._overlay import is_test_module
 
 ROUND_DIR = re.compile(r"^\d{2}$")
+MAX_ROUNDS = 99
+"""Round folders have two digits (01 .. 99)."""
 MAX_TEXT_BYTES = 1_000_000
 """Largest task.toml or instruction.md: more is a wrong file, not a task to parse."""
 
@@ -76,12 +85,7 @@ def read_text_file(path: Path, what: str = "") -> str:
     try:
         size = path.stat().st_size
         if size > MAX_TEXT_BYTES and path.is_file():
-            raise TaskFormatError(
-                path,
-                None,
-                f"is {size / 1e6:.1f} MB: a task's text file is at most "
-                f"{MAX_TEXT_BYTES / 1e6:.0f} MB (is it the right file?)",
-            )
+            raise TaskFormatError(path, None, size_message(size, MAX_TEXT_BYTES))
         data = path.read_bytes()
     except FileNotFoundError:
         raise TaskFormatError(path, None, f"missing {what or path.name}") from None
@@ -170,8 +174,22 @@ def _round_dirs(root: Path) -> list[Path]:
         raise TaskFormatError(rounds_root, None, "missing rounds/ directory")
     dirs = sorted(p for p in rounds_root.iterdir() if p.is_dir() and p.name != "__pycache__")
     for d in dirs:
+        if d.name.isdigit() and len(d.name) > 2 and int(d.name) > MAX_ROUNDS:
+            raise TaskFormatError(
+                d, None, f"a task has at most {MAX_ROUNDS} rounds (folders 01 .. {MAX_ROUNDS})"
+            )
         if not ROUND_DIR.match(d.name):
-            raise TaskFormatError(d, None, "round directories must be named 01, 02, ...")
+            raise TaskFormatError(
+                d, None, f"round directories must be named 01, 02, ... {MAX_ROUNDS} (two digits)"
+            )
+    strays = sorted(rounds_root.glob("*.toml")) + sorted(rounds_root.glob("*/*.toml"))
+    if strays:
+        raise TaskFormatError(
+            strays[0],
+            None,
+            "evoround never reads this file: round settings (title, change_types, retires) "
+            "go in task.toml's [[rounds]] tables",
+        )
     if not dirs:
         raise TaskFormatError(rounds_root, None, "a task needs at least one round (rounds/01)")
     for expected, d in enumerate(dirs, start=1):
@@ -208,6 +226,13 @@ def _check_round(
     if (d / "tests").exists() and not (d / "tests").is_dir():
         raise TaskFormatError(d / "tests", None, "is a file: a round's tests/ is a folder")
     tests = tuple(_files_under(d / "tests"))
+    if (d / "tests").is_dir() and not tests and needs_solution:
+        raise TaskFormatError(
+            d / "tests",
+            None,
+            "is empty: add the round's tests, or remove the folder (a round without new "
+            "tests runs the earlier rounds' tests again)",
+        )
     if pytest_suite:
         _check_collected(d, tests)
     return Round(index=index, dir=d, instruction=instruction, spec=spec, test_files=tests)
@@ -288,6 +313,46 @@ def _check_collected(d: Path, tests: tuple[str, ...]) -> None:
         )
 
 
+def _check_suite(task_toml: Path, cfg: TaskFile, rnd: Round, active: set[str]) -> None:
+    """The cumulative suite of a round as the verifier will run it: the script verifier's
+    entry point is in it, and pytest can import every test module of it."""
+    kind = cfg.verifier.kind
+    if kind == "script" and cfg.verifier.script not in active:
+        raise TaskFormatError(
+            task_toml,
+            "verifier.script",
+            f"{cfg.verifier.script!r} is not among the tests of rounds 01..{rnd.index:02d} "
+            f"(put it in {rnd.tests_dir.relative_to(task_toml.parent)}/)",
+        )
+    if kind != "pytest" or any("import-mode=importlib" in a for a in cfg.verifier.pytest_args):
+        return
+    clash = basename_clash(active)
+    if clash is not None:
+        a, b = clash
+        raise TaskFormatError(
+            rnd.tests_dir,
+            None,
+            f"test modules {a} and {b} (active in round {rnd.index}) share one basename: "
+            "pytest stops with 'import file mismatch' (rename one, or add __init__.py to "
+            "both folders)",
+        )
+
+
+def _check_files(root: Path, cfg: TaskFile) -> None:
+    """Scripts bash can run; Python test files pytest can import (see ``_authoring``)."""
+    rounds_root = root / "rounds"
+    scripts = [p for p in rounds_root.rglob("*") if "__pycache__" not in p.parts]
+    try:
+        check_scripts(scripts)
+        if cfg.verifier.kind != "pytest":
+            return
+        for p in sorted(rounds_root.glob("*/tests/**/*.py")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                check_python(p, read_text_file(p), is_test_module(p.name))
+    except AuthoringError as e:
+        raise TaskFormatError(e.file, None, e.message) from None
+
+
 def _load_task(path: Path | str) -> Task:
     root = Path(path).resolve()
     if not root.is_dir():
@@ -303,6 +368,13 @@ def _load_task(path: Path | str) -> Task:
             "rounds",
             f"{len(cfg.rounds)} [[rounds]] entries but {len(dirs)} round directories",
         )
+    if not cfg.rounds and len(dirs) > 1:
+        raise TaskFormatError(
+            task_toml,
+            "rounds",
+            f"no [[rounds]] tables: a task of {len(dirs)} rounds needs one per round folder "
+            "(in order), with its title, change_types and retires",
+        )
     specs = list(cfg.rounds) or [RoundSpec() for _ in dirs]
     rounds: list[Round] = []
     active: set[str] = set()
@@ -313,8 +385,10 @@ def _load_task(path: Path | str) -> Task:
         rounds.append(r)
         active -= set(spec.retires)
         active |= set(r.test_files)
-    if not rounds[0].test_files and cfg.verifier.kind != "none":
-        raise TaskFormatError(dirs[0] / "tests", None, "round 1 must introduce at least one test")
+        if i == 1 and not r.test_files and cfg.verifier.kind != "none":
+            raise TaskFormatError(d / "tests", None, "round 1 must introduce at least one test")
+        _check_suite(task_toml, cfg, r, active)
+    _check_files(root, cfg)
     ws = root / "workspace"
     return Task(
         path=root,

@@ -91,6 +91,67 @@ def inside_task(rel: str) -> str:
     return rel
 
 
+SYSTEM_DIRS = frozenset(
+    [
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/usr/bin",
+        "/usr/include",
+        "/usr/lib",
+        "/usr/lib64",
+        "/usr/libexec",
+        "/usr/local",
+        "/usr/local/bin",
+        "/usr/local/lib",
+        "/usr/sbin",
+        "/usr/share",
+        "/var",
+        "/var/lib",
+        "/var/log",
+    ]
+)
+"""Folders a workspace may not be: it is copied, diffed and reset, so the system would be."""
+SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/proc", "/sbin", "/sys", "/usr/bin")
+"""Folders a workspace may not be inside of either (system files, kernel interfaces)."""
+
+
+def sane_workdir(v: str) -> str:
+    """The sandbox's workspace folder, normalised (``/app/`` is ``/app``): absolute, no
+    ``..`` (``/workspace/../etc`` is /etc), never ``/`` or a system folder."""
+    if not v.startswith("/"):
+        raise ValueError("must be an absolute path inside the sandbox, e.g. /workspace")
+    if ".." in v.split("/"):
+        raise ValueError("must not contain '..' (name the folder itself, e.g. /workspace)")
+    if any(c in v for c in "\0\n\r\t"):
+        raise ValueError("must not contain control characters")
+    norm = "/" + "/".join(p for p in v.split("/") if p and p != ".")
+    if norm == "/":
+        raise ValueError("must not be / (the workspace is copied and reset: use e.g. /workspace)")
+    if norm in SYSTEM_DIRS or any(norm == t or norm.startswith(t + "/") for t in SYSTEM_TREES):
+        raise ValueError(
+            f"{norm} is a system folder: the workspace is copied and reset, so use a folder "
+            "of its own (e.g. /workspace or /app)"
+        )
+    return norm
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -155,9 +216,7 @@ class EnvironmentSpec(_Strict):
     @field_validator("workdir")
     @classmethod
     def _absolute(cls, v: str) -> str:
-        if not v.startswith("/"):
-            raise ValueError("must be an absolute path inside the sandbox, e.g. /workspace")
-        return v
+        return sane_workdir(v)
 
     @field_validator("dockerfile")
     @classmethod

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,49 @@ def test_a_missing_extra_is_one_line_naming_the_pip_command(tmp_path: Path) -> N
                    env={"EVOROUND_CLAUDE_BIN": str(tmp_path / "nope")})  # fmt: skip
     assert res.returncode == 2 and "EVOROUND_CLAUDE_BIN" in res.stderr
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("status", ["verifier_error", "setup_error"])
+def test_a_job_of_task_errors_exits_1_and_names_them(status: str) -> None:
+    """A job where the task's verifier gave no verdict (or its set-up failed) in every
+    round is not a clean score of 0: exit 1, and the line says it is the task's fault."""
+    from collections import Counter
+
+    from evoround.api import Outcome
+
+    every = Outcome(rounds=3, not_evaluated=Counter({status: 3}), first_error=None)
+    assert every.code_at(0.0) == 1 and every.code_at(1.0) == 1  # never a job of nothing
+    line = every.summary()
+    assert line is not None and "all 3 rounds" in line and "task errors" in line
+    some = Outcome(rounds=4, not_evaluated=Counter({status: 1}), first_error=None)
+    assert some.code_at(0.0) == 1 and some.code_at(0.5) == 0
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A real read-only file system (a ro tmpfs): root ignores file modes, not EROFS."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
+                          capture_output=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.decode().strip()}")
+    yield ro
+    subprocess.run(["umount", str(ro)], check=True)
+
+
+def test_a_read_only_evoround_home_exits_2_naming_the_path(
+    read_only_dir: Path, tmp_path: Path
+) -> None:
+    """An environment problem, not "an evoround bug" (exit 3): one line, the path, exit 2."""
+    from tests.helpers import COUNTER, evoround_cli
+
+    home = read_only_dir / "home"
+    res = evoround_cli(
+        "run", "--agent", "oracle", "--out", str(tmp_path / "runs"), str(COUNTER),
+        env={"EVOROUND_HOME": str(home)},
+    )  # fmt: skip
+    assert res.returncode == 2, res
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(home) in lines[0] and "read-only" in lines[0], lines
+    assert "evoround bug" not in res.stderr and "Traceback" not in res.stderr

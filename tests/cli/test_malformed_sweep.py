@@ -333,7 +333,7 @@ CASES: list[tuple[str, Prep, list[str]]] = [
     ("toml-utf16", toml_bytes(COUNTER.joinpath("task.toml").read_text().encode("utf-16")),
      ["task.toml", "UTF-8"]),
     ("toml-huge", toml_bytes(COUNTER.joinpath("task.toml").read_bytes() + BIG),
-     ["task.toml", "MB"]),
+     ["task.toml", "bytes", "at most 1,000,000 bytes"]),
     ("toml-invalid", toml_add("[task"), ["task.toml", "invalid TOML", "line"]),
     ("toml-duplicate-key", toml_sub('style = "contractual"',
                                     'style = "contractual"\nstyle = "explorative"'),
@@ -352,7 +352,7 @@ CASES: list[tuple[str, Prep, list[str]]] = [
     ("instruction-bom", task_do(lambda c: (c.task / "rounds/03/instruction.md").write_bytes(
         b"\xef\xbb\xbfCount things.\n")), ["rounds/03/instruction.md", "BOM"]),
     ("instruction-huge", task_do(lambda c: (c.task / "rounds/03/instruction.md").write_bytes(
-        b"Count.\n" * 400_000)), ["rounds/03/instruction.md", "MB"]),
+        b"Count.\n" * 400_000)), ["rounds/03/instruction.md", "2,800,000 bytes", "at most 1,000,000 bytes"]),
     ("instruction-is-dir", task_do(lambda c: (
         (c.task / "rounds/03/instruction.md").unlink(),
         (c.task / "rounds/03/instruction.md").mkdir())), ["rounds/03/instruction.md"]),

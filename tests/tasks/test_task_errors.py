@@ -65,6 +65,27 @@ def _dir_for(rel: str) -> Callable[[Path], None]:
     return edit
 
 
+def _write_at(rel: str, data: bytes) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+
+    return edit
+
+
+def _empty_dir(rel: str) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        shutil.rmtree(root / rel)
+        (root / rel).mkdir()
+
+    return edit
+
+
+def _no_rounds_tables(root: Path) -> None:
+    p = root / "task.toml"
+    p.write_text(p.read_text().split("[[rounds]]")[0])
+
+
 # (id, edit, file the error names, words the one line holds)
 CASES: list[tuple[str, Callable[[Path], None], str, list[str]]] = [
     ("typo-in-task", _toml("activity =", "activty ="), "task.toml",
@@ -133,6 +154,41 @@ CASES: list[tuple[str, Callable[[Path], None], str, list[str]]] = [
     ("round-gap", _rename("rounds/04", "rounds/05"), "rounds/05", ["gap", "expected 04"]),
     ("no-rounds", _remove("rounds"), "rounds", ["missing rounds/"]),
     ("round1-no-tests", _remove("rounds/01/tests"), "rounds/01/tests", ["at least one test"]),
+    # Task-author mistakes that used to load and be charged to the agent (issue 30).
+    ("basename-clash", _write_at("rounds/02/tests/sub/test_words.py", b"def test_x():\n    pass\n"),
+     "rounds/02/tests", ["test_words.py", "sub/test_words.py", "import file mismatch"]),
+    ("module-skip", _write("rounds/02/tests/test_lines.py",
+                           b"import pytest\npytest.skip('wip', allow_module_level=True)\n"),
+     "rounds/02/tests/test_lines.py", ["skips itself at module level", "line 2"]),
+    ("pytestmark-skip", _write("rounds/02/tests/test_lines.py",
+                               b"import pytest\npytestmark = pytest.mark.skip\n"),
+     "rounds/02/tests/test_lines.py", ["skips itself at module level"]),
+    ("test-syntax-error", _write("rounds/03/tests/test_chars.py", b"def test_x(:\n    pass\n"),
+     "rounds/03/tests/test_chars.py", ["Python syntax error on line 1"]),
+    ("test-not-utf8", _write("rounds/03/tests/test_chars.py", b"# caf\xe9\n"),
+     "rounds/03/tests/test_chars.py", ["not UTF-8", "0xe9"]),
+    ("tests-empty", _empty_dir("rounds/03/tests"), "rounds/03/tests", ["is empty"]),
+    ("no-rounds-tables", _no_rounds_tables, "task.toml",
+     ["rounds", "no [[rounds]] tables", "4 rounds"]),
+    ("round-toml-stray", _write("rounds/04/round.toml", b'retires = ["test_lines.py"]\n'),
+     "rounds/04/round.toml", ["never reads", "[[rounds]]"]),
+    ("workdir-dotdot", _toml("[environment]", '[environment]\nworkdir = "/workspace/../etc"'),
+     "task.toml", ["environment.workdir", ".."]),
+    ("workdir-root", _toml("[environment]", '[environment]\nworkdir = "/"'), "task.toml",
+     ["environment.workdir", "must not be /"]),
+    ("workdir-root-slashes", _toml("[environment]", '[environment]\nworkdir = "//./"'),
+     "task.toml", ["environment.workdir", "must not be /"]),
+    ("workdir-system", _toml("[environment]", '[environment]\nworkdir = "/usr/bin"'),
+     "task.toml", ["environment.workdir", "system folder"]),
+    ("workdir-in-etc", _toml("[environment]", '[environment]\nworkdir = "/etc/app"'),
+     "task.toml", ["environment.workdir", "system folder"]),
+    ("solve-crlf", _write_at("rounds/02/solution/solve.sh", b"#!/bin/bash\r\nset -e\r\n"),
+     "rounds/02/solution/solve.sh", ["CRLF", "line 1", "set: - : invalid option"]),
+    ("round-100", _rename("rounds/04", "rounds/100"), "rounds/100", ["at most 99 rounds"]),
+    ("instruction-over-limit", _write("rounds/01/instruction.md", b"x" * 1_000_013),
+     "rounds/01/instruction.md", ["1,000,013 bytes", "1,000,000 bytes", "13 over"]),
+    ("script-entry-missing", _toml("[environment]", '[verifier]\nkind = "script"\n\n[environment]'),
+     "task.toml", ["verifier.script", "'test.sh'", "rounds 01..01"]),
 ]  # fmt: skip
 
 
@@ -197,3 +253,28 @@ def test_a_round_whose_new_tests_pytest_never_collects_does_not_load(tmp_path: P
         "[environment]", '[verifier]\npytest_args = ["-o", "python_files=check_*.py test_*.py"]'
         "\n\n[environment]"))  # fmt: skip
     assert load_task(root).round(2).test_files == ("check_lines.py",)
+
+
+def test_a_sane_workdir_is_normalised(tmp_path: Path) -> None:
+    root = copy_counter(tmp_path)
+    _toml("[environment]", '[environment]\nworkdir = "/app//src/./"')(root)
+    assert load_task(root).config.environment.workdir == "/app/src"
+
+
+def test_test_modules_in_packages_may_share_a_basename(tmp_path: Path) -> None:
+    root = copy_counter(tmp_path)
+    for rel in ("rounds/02/tests/a/__init__.py", "rounds/02/tests/b/__init__.py"):
+        _write_at(rel, b"")(root)
+    _write_at("rounds/02/tests/a/test_x.py", b"def test_x():\n    pass\n")(root)
+    _write_at("rounds/02/tests/b/test_x.py", b"def test_x():\n    pass\n")(root)
+    assert load_task(root).n_rounds == 4
+
+
+def test_a_conditional_module_skip_is_the_authors_choice(tmp_path: Path) -> None:
+    root = copy_counter(tmp_path)
+    text = (root / "rounds/02/tests/test_lines.py").read_text()
+    _write("rounds/02/tests/test_lines.py",
+           b"import sys\nimport pytest\nif sys.platform == 'win32':\n"
+           b"    pytest.skip('posix', allow_module_level=True)\n"
+           b"pytestmark = pytest.mark.skipif(False, reason='x')\n" + text.encode())(root)  # fmt: skip
+    assert load_task(root).n_rounds == 4
