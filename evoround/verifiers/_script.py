@@ -180,8 +180,7 @@ def parse_cases(stdout: str, script: str) -> Cases:
         problems.append(f"CASE_SUMMARY counts do not add up ({ok_n} + {fail_n} != {total})")
     elif results and not capped and (total, ok_n) != (len(results), n_ok):
         problems.append(
-            f"CASE_SUMMARY says {ok_n}/{total} passed, the CASE_RESULT lines {n_ok}/"
-            f"{len(results)}"
+            f"CASE_SUMMARY says {ok_n}/{total} passed, the CASE_RESULT lines {n_ok}/{len(results)}"
         )
     return Cases(ok_n, total, tuple(results), tuple(problems), tuple(evidence))
 

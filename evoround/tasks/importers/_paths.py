@@ -61,6 +61,18 @@ def _in_single_quotes(var: str, _harbor: str) -> str:
     return "'\"${" + var + "}\"'"
 
 
+def _expanding_or_harbor(var: str, harbor: str) -> str:
+    return "${" + var + ":-" + harbor + "}"
+
+
+def _single_or_harbor(var: str, harbor: str) -> str:
+    return "'\"${" + var + ":-" + harbor + "}\"'"
+
+
+def _escaped_or_harbor(var: str, harbor: str) -> str:
+    return "\\${" + var + ":-" + harbor + "}"
+
+
 # --- bash --------------------------------------------------------------------------------
 
 _HEREDOC = re.compile(r"<<(-?)[ \t]*((?:'[^'\n]*'|\"[^\"\n]*\"|\\.|[^\s;&|<>()'\"\\])+)")
@@ -79,7 +91,10 @@ class _Piece:
     heredoc's literal body) or ``delim`` (a quoted heredoc's delimiter word)."""
     text: str
     delim: int = -1
-    """For a ``body``: the index of its ``delim`` piece."""
+    """For a heredoc's body: the index of its ``delim`` piece."""
+    line: str = ""
+    """For a heredoc's body: the command line that opened it (where the body goes)."""
+    heredoc: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,7 @@ class _Pending:
     word: str
     strip_tabs: bool
     quoted: bool
+    line_start: int
 
 
 class _Lexer:
@@ -181,13 +197,17 @@ class _Lexer:
         self._flush()
         word = m.group(2)
         quoted = any(q in word for q in "'\"\\")
-        self.pending.append(_Pending(len(self.pieces), _unquote(word), m.group(1) == "-", quoted))
+        line_start = self.text.rfind("\n", 0, m.start()) + 1
+        self.pending.append(
+            _Pending(len(self.pieces), _unquote(word), m.group(1) == "-", quoted, line_start)
+        )
         self.pieces.append(_Piece("delim", word))
         self.i = m.end()
 
     def _bodies(self) -> None:
         """The bodies of the heredocs opened on the line just ended, in order."""
         t = self.text
+        opener = t[self.pending[0].line_start : self.i] if self.pending else ""
         for h in self.pending:
             start = self.i
             terminator = ""
@@ -201,7 +221,7 @@ class _Lexer:
                 self.i = end
             self._flush()
             kind = "body" if h.quoted else "code"
-            self.pieces.append(_Piece(kind, t[start : self.i], delim=h.index))
+            self.pieces.append(_Piece(kind, t[start : self.i], h.index, opener, heredoc=True))
             self._take(terminator)
             self._flush()
         self.pending = []
@@ -212,17 +232,64 @@ def _escape_body(text: str) -> str:
     return text.replace("\\", "\\\\").replace("$", "\\$").replace("`", "\\`")
 
 
-def rewrite_shell(text: str) -> str:
-    """Harbor's paths in a bash script, each rewritten for its quoting context."""
+_TARGET = re.compile(r"(?:>>?|\btee\s+(?:-a\s+)?)\s*[\"']?([^\s\"';&|)]+)")
+
+
+def _body_language(line: str, body: str) -> str:
+    """What a heredoc's body is (``py``, ``sh`` or ``""``: data, or not known), from its
+    shebang, the file it is written to, or the interpreter it is fed to."""
+    first = body.lstrip("\n").split("\n", 1)[0]
+    if first.startswith("#!"):
+        return "py" if "python" in first else "sh" if "sh" in first else ""
+    m = _TARGET.search(line)
+    target = m.group(1) if m else ""
+    if target.endswith(".py") or re.search(r"\bpython[\d.]*\b", line):
+        return "py"
+    if target.endswith((".sh", ".bash")) or re.search(r"(^|[\s;|&])(ba)?sh(\s+-s)?\s*<<", line):
+        return "sh"
+    return ""
+
+
+def _rewrite_body(p: _Piece, pieces: list[_Piece]) -> None:
+    """A heredoc body that names a Harbor path: a file written for later must find the path
+    when IT runs (the workspace of a verification is a clone at another path), so a Python
+    or shell body reads it from the environment itself, Harbor's path the default; any
+    other body gets the path when the heredoc is written (a quoted one is unquoted, its
+    body escaped)."""
+    language = _body_language(p.line, p.text)
+    if language == "py":
+        new = rewrite_python(p.text)
+        if new is not None:
+            p.text = new
+            return
+    if language == "sh":
+        if p.kind == "body":
+            p.text = rewrite_shell(p.text, defaults=True)
+        else:
+            p.text = substitute(p.text, _escaped_or_harbor)
+        return
+    if p.kind == "body":
+        p.text = substitute(_escape_body(p.text), _expanding)
+        pieces[p.delim].text = _unquote(pieces[p.delim].text)
+    else:
+        p.text = substitute(p.text, _expanding)
+
+
+def rewrite_shell(text: str, *, defaults: bool = False) -> str:
+    """Harbor's paths in a bash script, each rewritten for its quoting context.
+
+    ``defaults``: each variable with Harbor's path as its default (a script written by
+    another, run where the engine may not set the variables)."""
+    expanding = _expanding_or_harbor if defaults else _expanding
+    single = _single_or_harbor if defaults else _in_single_quotes
     pieces = _Lexer(text).run()
     for p in pieces:
-        if p.kind == "code":
-            p.text = substitute(p.text, _expanding)
+        if p.heredoc and has_harbor_path(p.text):
+            _rewrite_body(p, pieces)
+        elif p.kind == "code":
+            p.text = substitute(p.text, expanding)
         elif p.kind == "single":
-            p.text = substitute(p.text, _in_single_quotes)
-        elif p.kind == "body" and has_harbor_path(p.text):
-            p.text = substitute(_escape_body(p.text), _expanding)
-            pieces[p.delim].text = _unquote(pieces[p.delim].text)
+            p.text = substitute(p.text, single)
     return "".join(p.text for p in pieces)
 
 
