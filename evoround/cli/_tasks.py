@@ -267,7 +267,7 @@ def tasks_import(
         typer.Option("--format", help="The source's format (default: detect from its layout)."),
     ] = None,
 ) -> None:
-    """Convert Harbor multi-step (\\[\\[steps]]), harbor_multiturn (round_N/) and single-step tasks."""
+    """Convert Harbor tasks: multi-step (\\[\\[steps]]), harbor_multiturn (round_N/), plain."""
     from evoround.tasks.importers import ImportError_, import_tasks
 
     try:

@@ -142,12 +142,19 @@ class _Lexer:
             self._single()
         elif t.startswith("$'", i):
             self._ansi_c()
-        elif t.startswith("((", i) or t.startswith("$((", i):
-            end = t.find("))", i)  # arithmetic: its << is a shift, not a heredoc
-            self._take(t[i : len(t) if end < 0 else end + 2])
         elif c == '"':
             self._double()
-        elif c == "#" and (i == 0 or t[i - 1] in " \t\n;&|()"):
+        elif not self._special(t, i):
+            self._take(c)
+            if c == "\n" and self.pending:
+                self._bodies()
+
+    def _special(self, t: str, i: int) -> bool:
+        """Arithmetic, a comment or a heredoc operator at ``i`` (taken), else False."""
+        if t.startswith("((", i) or t.startswith("$((", i):
+            end = t.find("))", i)  # arithmetic: its << is a shift, not a heredoc
+            self._take(t[i : len(t) if end < 0 else end + 2])
+        elif t[i] == "#" and (i == 0 or t[i - 1] in " \t\n;&|()"):
             end = t.find("\n", i)
             self._take(t[i : len(t) if end < 0 else end])
         elif t.startswith("<<", i) and not t.startswith("<<<", i) and t[i - 1 : i] != "<":
@@ -157,9 +164,8 @@ class _Lexer:
             else:
                 self._take("<<")
         else:
-            self._take(c)
-            if c == "\n" and self.pending:
-                self._bodies()
+            return False
+        return True
 
     def _single(self) -> None:
         t = self.text
