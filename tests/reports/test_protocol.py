@@ -36,7 +36,8 @@ def _expected(text: str) -> None:
         "ubuntu:24.04 -> evoround-base:bookworm (--base-image-map)",
         "ubuntu:24.04 -> evoround-base:bookworm (map)",
         "min_reward of greet",
-        "round 1: reward >= 1 (also an early stop); round 2: reward >= 0.5",
+        "reward >= 0.999; round 1: reward >= 1 is only an early stop, as in Harbor; "
+        "round 2: reward >= 0.5 is only an early stop",
         "reward strategy",
         "starts every round in a fresh session",
     ):
