@@ -13,6 +13,9 @@ from pydantic import BaseModel
 from evoround.results import JobView, RoundResult, dedupe
 
 NOT_RECORDED = "not recorded"
+NO_CHECKS = "no checks"
+"""CSR/ISR of a job whose tasks declare no process checks: undefined, and not missing data
+(``not recorded`` is for checks the tasks declare that the run did not record)."""
 CLASS_SHORT = {
     "missed_requirement": "MR",
     "regression": "RG",
