@@ -160,7 +160,7 @@ def per_task_table(view: JobView, m: Metrics) -> Table:
     per_task = Table(
         title=f"Per task — {view.path.name} ({view.config.agent})", title_justify="left"
     )
-    cols = ("task", "rounds", "MT att.", "MT@k", "SR", "Gap", "Comp", "perfect", "cases")
+    cols = ("task", "rounds", "MT att.", "MT@k", "SR", "Gap", "Comp", "perfect", "case score")
     for col in (*cols, "first failure"):
         per_task.add_column(col, justify="left" if col == "task" else "right")
     for t in m.tasks:
