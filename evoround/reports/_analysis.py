@@ -22,8 +22,8 @@ from evoround.reports._compliance import compute_compliance
 from evoround.reports._figures import build_figures
 from evoround.reports._protocol import protocol_rows
 from evoround.reports._readers import (
-    NO_CHECKS,
     NOT_RECORDED,
+    checks_missing,
     read_trajectory,
     record_checks,
     records_of,
@@ -111,7 +111,7 @@ def leaderboard(
         rr = per_round[view.path.name]
         comp = compute_compliance(view.records)
         recorded = comp.checks > 0
-        missing = NOT_RECORDED if any(r["checks_expected"] for r in rr) else NO_CHECKS
+        missing = checks_missing(view)
         tokens = [r["tokens"] for r in rr if r["tokens"] is not None]
         cost = cost_of(view.records)
         rows.append(

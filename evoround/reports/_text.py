@@ -9,6 +9,7 @@ from rich.table import Table
 
 from evoround.reports._compliance import ComplianceRow, compute_compliance
 from evoround.reports._protocol import protocol_rows
+from evoround.reports._readers import checks_missing
 from evoround.reports._uncertainty import (
     DEFAULT_SEED,
     Interval,
@@ -132,8 +133,7 @@ def leaderboard_table(views: list[JobView]) -> Table:
             pct(m.mean_reward),
             pct(m.case_score_mt),
             pct(m.state_penalty),
-            pct(comp.csr),
-            pct(comp.isr_round),
+            *((pct(comp.csr), pct(comp.isr_round)) if comp.checks else (checks_missing(v),) * 2),
         )
     return table
 
