@@ -25,6 +25,7 @@ class ImportFormat(StrEnum):
 
     harbor_steps = "harbor-steps"
     harbor_multiturn = "harbor-multiturn"
+    harbor = "harbor"
 
 
 tasks_app = typer.Typer(help="Inspect, author, validate and import tasks.", no_args_is_help=True)
@@ -266,7 +267,7 @@ def tasks_import(
         typer.Option("--format", help="The source's format (default: detect from its layout)."),
     ] = None,
 ) -> None:
-    """Convert Harbor multi-step (\\[\\[steps]]) and harbor_multiturn (round_N/) tasks."""
+    """Convert Harbor tasks: multi-step (\\[\\[steps]]), harbor_multiturn (round_N/), plain."""
     from evoround.tasks.importers import ImportError_, import_tasks
 
     try:

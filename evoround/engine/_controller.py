@@ -119,7 +119,9 @@ def attempt_ends(
     if on_fail == "stop" or result.status in ENDS_ATTEMPT:
         return True
     # Harbor's early stop: a step with its own min_reward that was missed ends the trial.
-    return task.round(result.round).spec.min_reward is not None
+    if result.early_stop is not None:
+        return result.early_stop
+    return task.round(result.round).spec.min_reward is not None  # a record from before
 
 
 SNAPSHOT_GRACE_SEC = 30.0
@@ -190,9 +192,12 @@ class Grade:
     failing_tests: list[TestResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     integrity: list[str] = field(default_factory=list)
+    pass_threshold: float | dict[str, float] | None = None
+    min_reward_semantics: str | None = None
+    early_stop: bool | None = None
 
     @classmethod
-    def of(cls, verdict: VerifierOutcome) -> Grade:
+    def of(cls, verdict: VerifierOutcome, semantics: str | None = None) -> Grade:
         failing = [t for t in verdict.tests if t.outcome.value != "passed"]
         return cls(
             reward=verdict.reward,
@@ -203,6 +208,9 @@ class Grade:
             failing_tests=failing,
             problems=verdict.problems,
             integrity=verdict.integrity,
+            pass_threshold=verdict.pass_threshold,
+            min_reward_semantics=semantics if verdict.pass_threshold is not None else None,
+            early_stop=verdict.early_stop,
         )
 
 
@@ -275,6 +283,9 @@ class RoundFrame:
             tests_passed=grade.tests_passed,
             tests_total=grade.tests_total,
             reward=grade.reward,
+            pass_threshold=grade.pass_threshold,
+            min_reward_semantics=grade.min_reward_semantics,
+            early_stop=grade.early_stop,
             verifier_exit_code=grade.exit_code,
             failure_classes=grade.failure_classes,
             failing_tests=grade.failing_tests,
@@ -560,7 +571,7 @@ def _record_verdict(
         _round_status(verdict, turn.status),
         passed=verdict.passed and turn.status is None and not verdict.integrity,
         error=turn.trace.error or verdict.error,
-        grade=Grade.of(verdict),
+        grade=Grade.of(verdict, frame.task.config.verifier.min_reward_semantics),
         snap=snap,
         checks=checks,
         result_json=True,

@@ -14,7 +14,7 @@ from evoround.reports._export import ExportError, ExportResult, export_job
 from evoround.reports._html import default_html_path, render_html, write_html_report
 from evoround.reports._paper import FigureExportError, write_figures
 from evoround.reports._paper import leaderboard_table as leaderboard_latex_or_markdown
-from evoround.reports._readers import NOT_RECORDED
+from evoround.reports._readers import NO_CHECKS, NOT_RECORDED
 from evoround.reports._style import PALETTE, agent_colours
 from evoround.reports._text import (
     compliance_tables,
@@ -50,6 +50,7 @@ __all__ = [
     "Interval",
     "JobUncertainty",
     "NOT_RECORDED",
+    "NO_CHECKS",
     "PALETTE",
     "PairedComparison",
     "PairedDiff",

@@ -23,6 +23,7 @@ from evoround.reports._figures import build_figures
 from evoround.reports._protocol import protocol_rows
 from evoround.reports._readers import (
     NOT_RECORDED,
+    checks_missing,
     read_trajectory,
     record_checks,
     records_of,
@@ -110,6 +111,7 @@ def leaderboard(
         rr = per_round[view.path.name]
         comp = compute_compliance(view.records)
         recorded = comp.checks > 0
+        missing = checks_missing(view)
         tokens = [r["tokens"] for r in rr if r["tokens"] is not None]
         cost = cost_of(view.records)
         rows.append(
@@ -119,9 +121,9 @@ def leaderboard(
                 "tasks": m.n_tasks,
                 "rounds_recorded": len(rr),
                 "case_score_sr": m.case_score_sr,
-                "CSR": comp.csr if recorded else NOT_RECORDED,
-                "ISR": comp.isr_round if recorded else NOT_RECORDED,
-                "check_errors": comp.totals.error if recorded else NOT_RECORDED,
+                "CSR": comp.csr if recorded else missing,
+                "ISR": comp.isr_round if recorded else missing,
+                "check_errors": comp.totals.error if recorded else missing,
                 "tokens": sum(tokens) if tokens else NOT_RECORDED,
                 # "unknown" (a model without a price), never a partial sum or 0
                 "cost_usd": (

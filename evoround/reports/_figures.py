@@ -307,12 +307,15 @@ def _conditional_by_round(fi: FigureInputs) -> Figure:
             }
         )
         traces += _conditional_traces(fi, j, view, rows)
+    after_fail = any(s["continues_after_failure"] for s in series)
     return _figure(
         "Conditional pass rate by round (MT)",
         series,
         traces,
         _layout(
-            "P(round i passes | round i-1 passed / failed), MT, 95% CI",
+            "P(round i passes | round i-1 passed / failed), MT, 95% CI"
+            if after_fail
+            else "P(round i passes | round i-1 passed), MT, 95% CI",
             round_axis("round", fi.last_round),
             rate_axis("pass rate"),
         ),
@@ -320,9 +323,9 @@ def _conditional_by_round(fi: FigureInputs) -> Figure:
     )
 
 
-# ---- MT@k and pass@k over k ---------------------------------------------------------------
+# ---- MT@k and perfect@k over k ------------------------------------------------------------
 
-CURVES = (("mt_at_k", MT_DASH, "MT@k"), ("pass_at_k", ALT_DASH, "pass@k"))
+CURVES = (("mt_at_k", MT_DASH, "MT@k"), ("pass_at_k", ALT_DASH, "perfect@k"))
 """(CurvePoint field, dash, legend suffix) of each curve over k."""
 
 
@@ -360,11 +363,11 @@ def _curves_over_k(fi: FigureInputs) -> Figure:
         if max_k >= 2:  # one attempt per task everywhere: no curve to draw
             traces += _curve_traces(fi, j, view, curves)
     return _figure(
-        "MT@k and pass@k over k",
+        "MT@k and perfect@k over k",
         series,
         traces,
         _layout(
-            "MT@k (solid) and pass@k (dotted) over k, 95% CI",
+            "MT@k (solid) and perfect@k (dotted) over k, 95% CI",
             round_axis("k (attempts)", max_k),
             rate_axis("rate"),
         ),

@@ -121,6 +121,21 @@ PLOT_CONFIG = {"displayModeBar": False, "displaylogo": False, "responsive": True
 """No modebar: it covered chart titles, and a printed chart has no use for it."""
 
 
+def protocol_grid(jobs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The Protocol rows of several jobs as one table: (what, one value per job), rows in
+    first-seen order, repeated rows of a job joined; a reader compares jobs across a line
+    instead of scrolling through one table per job."""
+    order: dict[str, None] = {}
+    per_job: list[dict[str, list[str]]] = []
+    for job in jobs:
+        rows: dict[str, list[str]] = {}
+        for row in job["protocol"]:
+            order.setdefault(row["what"], None)
+            rows.setdefault(row["what"], []).append(row["value"])
+        per_job.append(rows)
+    return [(what, ["; ".join(rows.get(what, ["—"])) for rows in per_job]) for what in order]
+
+
 def render_html(data: dict[str, Any], *, inline_js: str | None = None) -> str:
     """Render report data (with trajectories) to a standalone HTML string."""
     figures = {name: fig["plotly"] for name, fig in data["figures"].items() if fig["available"]}
@@ -138,6 +153,7 @@ def render_html(data: dict[str, Any], *, inline_js: str | None = None) -> str:
             plotly_js=plotly_js() if inline_js is None else inline_js,
             not_recorded=NOT_RECORDED,
             max_events=MAX_EVENTS,
+            protocol_grid=protocol_grid(data["jobs"]),
         )
     )
 

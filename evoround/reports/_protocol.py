@@ -36,8 +36,13 @@ def _task_rows(view: JobView) -> list[tuple[str, str]]:
             common.setdefault("unknown (task not readable at its recorded path)", []).append(name)
             continue
         spec = task.config.verifier
+        role = (
+            "only an early stop, as in Harbor"
+            if spec.min_reward_semantics == "early_stop"
+            else "its pass threshold, also an early stop"
+        )
         overrides = [
-            f"round {r.index}: {_threshold(r.spec.min_reward)} (also an early stop)"
+            f"round {r.index}: {_threshold(r.spec.min_reward)} is {role}"
             for r in task.rounds
             if r.spec.min_reward is not None
         ]

@@ -13,6 +13,9 @@ from pydantic import BaseModel
 from evoround.results import JobView, RoundResult, dedupe
 
 NOT_RECORDED = "not recorded"
+NO_CHECKS = "no checks"
+"""CSR/ISR of a job whose tasks declare no process checks: undefined, and not missing data
+(``not recorded`` is for checks the tasks declare that the run did not record)."""
 CLASS_SHORT = {
     "missed_requirement": "MR",
     "regression": "RG",
@@ -103,6 +106,17 @@ def round_tokens(rec: RoundResult, events: list[dict[str, Any]] | None) -> int |
 
 
 # ---- task text ---------------------------------------------------------------------
+
+
+def checks_missing(view: JobView) -> str:
+    """What CSR/ISR of a job without a scored check say: ``no checks`` only when every task
+    of the job is readable and declares none; else ``not recorded`` (checks the tasks
+    declare, or may declare, that the run did not record)."""
+    for ref in view.config.tasks.values():
+        flags = [r["has_checks"] for r in task_rounds_text(ref.path, ref.n_rounds)]
+        if any(f is not False for f in flags):
+            return NOT_RECORDED
+    return NO_CHECKS
 
 
 def task_rounds_text(task_path: str | None, n_rounds: int) -> list[dict[str, Any]]:

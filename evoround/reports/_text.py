@@ -9,6 +9,7 @@ from rich.table import Table
 
 from evoround.reports._compliance import ComplianceRow, compute_compliance
 from evoround.reports._protocol import protocol_rows
+from evoround.reports._readers import checks_missing
 from evoround.reports._uncertainty import (
     DEFAULT_SEED,
     Interval,
@@ -38,6 +39,24 @@ def uncertainty_note(u: JobUncertainty) -> str:
     )
 
 
+LABELS = {
+    "Perfect": "perfect",
+    "mean_reward": "mean reward",
+    "sr_pooled": "SR pooled",
+    "case_score_mt": "case score MT",
+    "case_score_sr": "case score SR",
+    "state_penalty": "state penalty",
+    "ISR_attempt": "ISR per attempt",
+    "ISR_task": "ISR per task",
+}
+"""Headline figure key (as in ``--json``) -> the name every table of the report prints, so
+the text report, report.html and docs/reports.md use one vocabulary."""
+
+
+def label(key: str) -> str:
+    return LABELS.get(key, key)
+
+
 def uncertainty_table(view: JobView, u: JobUncertainty) -> Table:
     """Every headline figure with its interval and standard error."""
     t = Table(
@@ -51,7 +70,7 @@ def uncertainty_table(view: JobView, u: JobUncertainty) -> Table:
     for name, iv in u.headline.items():
         if iv.estimate is None:
             continue
-        t.add_row(name, pct(iv.estimate), ci(iv), pct(iv.se))
+        t.add_row(label(name), pct(iv.estimate), ci(iv), pct(iv.se))
     return t
 
 
@@ -93,9 +112,9 @@ def leaderboard_table(views: list[JobView]) -> Table:
         "Gap",
         "Comp",
         "perfect",
-        "reward",
-        "cases",
-        "state pen.",
+        "mean reward",
+        "case score MT",
+        "state penalty",
     )
     for col in (*cols, "CSR", "ISR"):
         table.add_column(col, justify="left" if col in ("job", "agent") else "right")
@@ -114,8 +133,7 @@ def leaderboard_table(views: list[JobView]) -> Table:
             pct(m.mean_reward),
             pct(m.case_score_mt),
             pct(m.state_penalty),
-            pct(comp.csr),
-            pct(comp.isr_round),
+            *((pct(comp.csr), pct(comp.isr_round)) if comp.checks else (checks_missing(v),) * 2),
         )
     return table
 
@@ -142,7 +160,7 @@ def per_task_table(view: JobView, m: Metrics) -> Table:
     per_task = Table(
         title=f"Per task — {view.path.name} ({view.config.agent})", title_justify="left"
     )
-    cols = ("task", "rounds", "MT att.", "MT@k", "SR", "Gap", "Comp", "perfect", "cases")
+    cols = ("task", "rounds", "MT att.", "MT@k", "SR", "Gap", "Comp", "perfect", "case score")
     for col in (*cols, "first failure"):
         per_task.add_column(col, justify="left" if col == "task" else "right")
     for t in m.tasks:
@@ -200,8 +218,14 @@ def by_round_table(m: Metrics, u: JobUncertainty) -> Table:
 
 
 def curves_table(u: JobUncertainty) -> Table:
-    curves = Table(title="MT@k and pass@k over k (percent, 95% CI)", title_justify="left")
-    for col in ("k", "MT@k", "MT@k CI", "pass@k", "pass@k CI"):
+    curves = Table(
+        title="MT@k and perfect@k over k (percent, 95% CI)",
+        caption="perfect@k: share of tasks one of the first k attempts passed whole "
+        "(pass_at_k in --json)",
+        title_justify="left",
+        caption_justify="left",
+    )
+    for col in ("k", "MT@k", "MT@k CI", "perfect@k", "perfect@k CI"):
         curves.add_column(col, justify="right")
     for c in u.curves:
         curves.add_row(

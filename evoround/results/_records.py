@@ -88,6 +88,11 @@ class VerifierOutcome(BaseModel):
     integrity: list[str] = Field(default_factory=list)
     """Evidence of tampering with the grading; non-empty means the round is an
     ``integrity_violation`` whatever else the run says."""
+    pass_threshold: float | dict[str, float] | None = None
+    """Script verifiers: the ``min_reward`` the round's pass was judged on."""
+    early_stop: bool | None = None
+    """Script verifiers: the round's own ``min_reward`` was missed (Harbor's early stop):
+    the attempt ends here. None: no round threshold (pytest, or none set)."""
 
     @property
     def n_passed(self) -> int:
@@ -184,6 +189,16 @@ class RoundResult(BaseModel):
     ``CASE_SUMMARY``); the case score is built from these."""
     reward: float | None = None
     """Script verifiers: the reward the suite wrote (None: pytest, or no reward)."""
+    pass_threshold: float | dict[str, float] | None = None
+    """Script verifiers: the ``min_reward`` this round's pass was judged on (None: pytest,
+    or a record from before it was recorded)."""
+    min_reward_semantics: str | None = None
+    """Script verifiers: ``threshold`` or ``early_stop`` (the task's
+    ``[verifier].min_reward_semantics``), what a round's own ``min_reward`` meant."""
+    early_stop: bool | None = None
+    """The round's own ``min_reward`` was missed, which ends the attempt (Harbor's early
+    stop). None: the round sets none, or an older record (then: not passed and a round
+    ``min_reward`` set, the rule before this was recorded)."""
     verifier_exit_code: int | None = None
     failure_classes: dict[FailureClass, int] = Field(default_factory=dict)
     """Failing tests per class; empty for passed rounds."""

@@ -78,7 +78,12 @@ def reference_apply(
             ["bash", f"{dest}/solve.sh"],
             timeout=timeout,
             cwd=sandbox.workdir,
-            env={"DEBIAN_FRONTEND": "noninteractive", **(env or {}), "SOLUTION_DIR": dest},
+            env={
+                "DEBIAN_FRONTEND": "noninteractive",
+                **(env or {}),
+                "SOLUTION_DIR": dest,
+                "EVOROUND_WORKDIR": sandbox.workdir,  # Harbor's /app, as imported scripts say
+            },
         )
     finally:
         if not staged:

@@ -248,6 +248,13 @@ class VerifierSpec(_Strict):
     min_reward: float | dict[str, float] = 0.999
     """Script verifiers: a round passes when its reward is at least this (EvoCode-Bench's
     0.999); a table maps reward.json keys to thresholds, all of which must be met."""
+    min_reward_semantics: Literal["threshold", "early_stop"] = "threshold"
+    """What a round's own ``min_reward`` means. ``threshold`` (evoround's own tasks): it
+    replaces the task's pass threshold for that round and a round that fails it ends the
+    attempt. ``early_stop`` (Harbor's meaning; what ``tasks import`` writes for Harbor
+    tasks): the round passes on the task's ``min_reward`` above (0.999, EvoCode-Bench's
+    test) as every round does; its own ``min_reward`` only ends the attempt when the reward
+    falls below it (a missing reward counts as below)."""
     nonzero_exit: Literal["fail", "ignore", "error"] = "fail"
     """Script verifiers: what a non-zero exit of the script means. ``fail`` (evoround's own
     tasks), ``ignore`` (Harbor: only the reward counts), ``error`` (harbor_multiturn: a
@@ -279,7 +286,8 @@ class RoundSpec(_Strict):
     system_reminder: str | None = None
     checks: list[CheckSpec] = Field(default_factory=list)
     min_reward: float | dict[str, float] | None = None
-    """Overrides ``[verifier].min_reward`` for this round."""
+    """This round's own threshold (Harbor's ``[[steps]] min_reward``); what it does is
+    ``[verifier].min_reward_semantics``'s call."""
     agent_timeout_sec: float | None = Field(default=None, gt=0, le=MAX_SEC, allow_inf_nan=False)
     verifier_timeout_sec: float | None = Field(default=None, gt=0, le=MAX_SEC, allow_inf_nan=False)
     verifier_env: dict[str, str] = Field(default_factory=dict)

@@ -24,13 +24,14 @@ Reading the verdict as the benchmark does (Harbor's verifier, EvoCode-Bench's sc
 - A non-zero exit of the script: ``verifier.nonzero_exit`` says whether it fails the round
   (evoround's own tasks), is ignored (Harbor) or is a verification error (harbor_multiturn).
 - Cases: EvoCode-Bench's ``test.sh`` prints one ``CASE_RESULT case_id=... status=...`` line per
-  case and a ``CASE_SUMMARY total_cases= success_count= fail_count=`` line. The summary gives
-  the round's case counts (the case score), the result lines the failing cases with their
-  messages. Without either, the round is one case (passed or not). The agent's own code runs
-  inside the script and may print such lines too, so the lines must agree or the round is an
-  ``integrity_violation`` (evidence recorded): one summary (or repeats of the same one) whose
-  counts add up and match the result lines when there are any, no case reported twice with
-  two outcomes, and no full reward while a case failed.
+  case and a ``CASE_SUMMARY total_cases= success_count= fail_count=`` line. The counts are
+  read exactly as the benchmark's ``leaderboard.py`` reads them (:func:`parse_cases`): the
+  first summary, else 0 of 0 cases (case ratio 0), whatever result lines there are; the
+  result lines give the failing cases with their messages. Summaries that disagree (with
+  each other or the result lines) are recorded problems, not a change of the counts. The
+  agent's own code runs inside the script and may print such lines too: a case reported
+  twice with two outcomes, or a full reward while a case failed, is an
+  ``integrity_violation`` (evidence recorded).
 - pytest runs inside the script: a guard plugin (:mod:`evoround.verifiers._script_guard`)
   is autoloaded by any pytest the script starts with its environment; a run it saw end
   early, end without finishing its exit, exit 0 with failures, a forced report or replaced
@@ -65,11 +66,10 @@ DEFAULT_MIN_REWARD = 0.999
 MAX_CASE_RESULTS = 500
 """Cap on parsed CASE_RESULT lines per round (the output is agent-influenced)."""
 
-# Anywhere in a line: the tested code runs inside the script and may leave a line open
-# (print(..., end=""), sys.stdout.write) right before the script prints a case line.
-_SUMMARY = re.compile(
-    r"CASE_SUMMARY\s+total_cases=(\d+)\s+success_count=(\d+)\s+fail_count=(\d+)\s*$", re.M
-)
+# EvoCode-Bench's own pattern, used as it uses it (UniPat-AI/EvoCodeBench,
+# evaluation/viz/leaderboard.py: SUMMARY_RE with re.search): the first match anywhere in
+# the output, one space between the fields, any text before or after it on the line.
+_SUMMARY = re.compile(r"CASE_SUMMARY total_cases=(\d+) success_count=(\d+) fail_count=(\d+)")
 _RESULT = re.compile(r"CASE_RESULT\s+(.*)$", re.M)
 _FIELD = re.compile(r'([A-Za-z_][\w-]*)=(?:"([^"]*)"|(\S*))')
 
@@ -134,12 +134,21 @@ def meets(rewards: dict[str, float], threshold: float | dict[str, float]) -> boo
 
 @dataclass(frozen=True)
 class Cases:
-    passed: int | None
-    total: int | None
+    passed: int
+    total: int
+    """The round's case counts as EvoCode-Bench's leaderboard.py reads them: the first
+    ``CASE_SUMMARY`` line, else 0 of 0 (its case ratio is then 0)."""
     results: tuple[TestResult, ...]
-    problem: str | None = None
+    problems: tuple[str, ...] = ()
+    """Disagreements among the case lines, recorded; the counts stay the benchmark's."""
     integrity: tuple[str, ...] = ()
-    """Evidence that the case lines were tampered with (they contradict each other)."""
+    """Evidence that the case lines were tampered with (a case reported both ways)."""
+
+    @property
+    def any_failed(self) -> bool:
+        return self.passed < self.total or any(
+            r.outcome is not TestOutcome.passed for r in self.results
+        )
 
 
 def _origin_round(value: str | None) -> int | None:
@@ -148,26 +157,32 @@ def _origin_round(value: str | None) -> int | None:
 
 
 def parse_cases(stdout: str, script: str) -> Cases:
-    """``CASE_RESULT`` and ``CASE_SUMMARY`` lines of a suite's stdout."""
+    """``CASE_RESULT`` and ``CASE_SUMMARY`` lines of a suite's stdout.
+
+    The counts are exactly the benchmark's (the first summary; none: 0 of 0, even with
+    result lines); the result lines give the failing cases and their messages. The tested
+    code runs inside the script and may print a summary first: what the benchmark counts
+    is counted, and the disagreement is a recorded problem (the round's pass depends on
+    the reward alone, never on these lines)."""
     results, evidence, capped = _case_results(stdout, script)
     summaries = [tuple(int(x) for x in m.groups()) for m in _SUMMARY.finditer(stdout)]
+    if not summaries:
+        return Cases(0, 0, tuple(results), integrity=tuple(evidence))
+    total, ok_n, fail_n = summaries[0]
+    problems: list[str] = []
     n_ok = sum(r.outcome is TestOutcome.passed for r in results)
     if len(set(summaries)) > 1:
-        evidence.append(f"{len(set(summaries))} different CASE_SUMMARY lines")
-    if summaries:
-        total, ok_n, fail_n = summaries[-1]
-        if ok_n + fail_n != total:
-            evidence.append(f"CASE_SUMMARY counts do not add up ({ok_n} + {fail_n} != {total})")
-        elif results and not capped and (total, ok_n) != (len(results), n_ok):
-            evidence.append(
-                f"CASE_SUMMARY says {ok_n}/{total} passed, the CASE_RESULT lines {n_ok}/"
-                f"{len(results)}"
-            )
-        if not evidence:
-            return Cases(ok_n, total, tuple(results))
-    if results:  # no usable summary: count the result lines (EvoCode-Bench's fallback)
-        return Cases(n_ok, len(results), tuple(results), integrity=tuple(evidence))
-    return Cases(None, None, (), integrity=tuple(evidence))
+        problems.append(
+            f"{len(set(summaries))} different CASE_SUMMARY lines; the first counts "
+            "(as EvoCode-Bench's leaderboard.py)"
+        )
+    elif ok_n + fail_n != total:
+        problems.append(f"CASE_SUMMARY counts do not add up ({ok_n} + {fail_n} != {total})")
+    elif results and not capped and (total, ok_n) != (len(results), n_ok):
+        problems.append(
+            f"CASE_SUMMARY says {ok_n}/{total} passed, the CASE_RESULT lines {n_ok}/{len(results)}"
+        )
+    return Cases(ok_n, total, tuple(results), tuple(problems), tuple(evidence))
 
 
 def _case_results(stdout: str, script: str) -> tuple[list[TestResult], list[str], bool]:
@@ -295,6 +310,7 @@ def run_script(
         cases_passed=cases.passed,
         cases_total=cases.total,
         integrity=integrity,
+        pass_threshold=min_reward,
     )
 
 
@@ -352,9 +368,8 @@ def _read_run(
         rewards = parse_reward_files(json_raw, txt_raw)
     except RewardError as e:
         error = str(e)
-    if cases.problem:
-        problems.append(cases.problem)
-    if error and (cases.passed or 0) < (cases.total or 0):
+    problems += cases.problems
+    if error and cases.any_failed:
         # No usable reward, but the script's case lines already say the work failed (a
         # process of the tested code may have torn the file): a fail, not a lost verdict.
         problems.append(f"{error}; the case lines show failures")

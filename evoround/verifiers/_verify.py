@@ -12,7 +12,23 @@ from evoround.results import VerifierOutcome
 from evoround.sandboxes import Sandbox
 from evoround.tasks import ActiveTest, Task, resolve_host_env
 from evoround.verifiers._pytest import run_pytest
-from evoround.verifiers._script import run_script
+from evoround.verifiers._script import meets, run_script
+
+
+def _early_stop(
+    verdict: VerifierOutcome,
+    own: float | dict[str, float] | None,
+    threshold: float | dict[str, float] | None,
+) -> bool | None:
+    """Whether the round's own ``min_reward`` ends the attempt (None: it sets none).
+
+    As a pass threshold, any fail of the round ends it; as Harbor's early stop, a reward
+    below it does (no reward at all counts as below, as in Harbor)."""
+    if own is None:
+        return None
+    if threshold is not None:
+        return not verdict.passed
+    return not meets(verdict.rewards, own)
 
 
 def verify_suite(
@@ -38,17 +54,20 @@ def verify_suite(
     if spec.kind == "script":
         # Harbor: task [verifier].env, then the step's [steps.verifier.env] (later wins).
         env = resolve_host_env({**spec.env, **rspec.verifier_env})
-        return run_script(
+        own = rspec.min_reward
+        threshold = own if own is not None and spec.min_reward_semantics == "threshold" else None
+        verdict = run_script(
             sandbox,
             tests,
             round_index,
             script=spec.script,
             timeout=timeout,
             artifacts=artifacts,
-            min_reward=rspec.min_reward if rspec.min_reward is not None else spec.min_reward,
+            min_reward=spec.min_reward if threshold is None else threshold,
             nonzero_exit=spec.nonzero_exit,
             env=env,
         )
+        return verdict.model_copy(update={"early_stop": _early_stop(verdict, own, threshold)})
     return run_pytest(
         sandbox,
         tests,

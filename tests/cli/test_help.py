@@ -59,7 +59,7 @@ def test_choices_are_shown_not_str() -> None:
             if m:
                 assert m.group(1).replace("-", "_") in FREE_TEXT, (path, line.strip()[:100])
     assert "<evocodebench|harbor-multiturn>" in _help(["export"])
-    assert "<harbor-steps|harbor-multiturn>" in _help(["tasks", "import"])
+    assert "<harbor-steps|harbor-multiturn|harbor>" in _help(["tasks", "import"])
     assert "<stop|continue>" in _help(["run"])
 
 

@@ -49,3 +49,15 @@ def test_unit_done_follows_the_protocol(tmp_path: Path):
     assert win.rounds == 1
     sr = [u.round for u in plan_units([task], [Mode.sr], 1, window=(2, None))]
     assert sr == list(range(2, task.n_rounds + 1))
+
+
+def test_a_recorded_early_stop_decides_under_continue():
+    """The verifier records whether the round's own min_reward was missed (Harbor's early
+    stop, or any fail when min_reward is the pass threshold); records from before it was
+    recorded (None) keep the old rule (counter sets no round min_reward: go on)."""
+    task = load_task(COUNTER)
+    missed = rec(1, False).model_copy(update={"early_stop": True})
+    met = rec(1, False).model_copy(update={"early_stop": False})
+    assert attempt_ends(task, missed, "continue")
+    assert not attempt_ends(task, met, "continue")  # failed the 0.999 test, not below min
+    assert not attempt_ends(task, rec(1, False), "continue")

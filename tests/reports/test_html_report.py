@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evoround.reports import NOT_RECORDED, build_report, render_html, write_html_report
+from evoround.reports import NO_CHECKS, NOT_RECORDED, build_report, render_html, write_html_report
 from evoround.results import CheckResult, Evidence, JobView, load_job
 from evoround.scaffolds import OracleScaffold, ScriptedScaffold, load_script
 from tests.engine.test_controller import REGRESSOR
@@ -47,7 +47,8 @@ def test_figures_carry_the_gap_and_first_failure(views: list[JobView]):
 def test_unrecorded_data_says_so_and_invents_nothing(views: list[JobView]):
     data = build_report(views)
     for row in data["leaderboard"]:
-        assert row["CSR"] == row["ISR"] == row["tokens"] == row["cost_usd"] == NOT_RECORDED
+        assert row["tokens"] == row["cost_usd"] == NOT_RECORDED
+        assert row["CSR"] == row["ISR"] == NO_CHECKS  # the counter task declares no checks
     for name in ("compliance_by_round", "tokens_per_round"):
         fig = data["figures"][name]
         assert fig["available"] is False and fig["note"] == NOT_RECORDED and fig["plotly"] is None

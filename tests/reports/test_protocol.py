@@ -4,6 +4,7 @@ reward strategy and the agent's notes, the same in the text report, report.html 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -36,7 +37,8 @@ def _expected(text: str) -> None:
         "ubuntu:24.04 -> evoround-base:bookworm (--base-image-map)",
         "ubuntu:24.04 -> evoround-base:bookworm (map)",
         "min_reward of greet",
-        "round 1: reward >= 1 (also an early stop); round 2: reward >= 0.5",
+        "reward >= 0.999; round 1: reward >= 1 is only an early stop, as in Harbor; "
+        "round 2: reward >= 0.5 is only an early stop",
         "reward strategy",
         "starts every round in a fresh session",
     ):
@@ -76,3 +78,24 @@ def test_html_leaderboard_has_perfect_and_two_decimals(tmp_path: Path):
     assert "<th>perfect</th>" in html
     # MT@1 over the window (rounds 2-3): round 2 failed, round 3 not run -> 0.00
     assert ">0.00<" in html
+
+
+def test_several_jobs_share_one_protocol_table_a_column_each(tmp_path: Path):
+    """At 1,280-1,400 px one table per job made the reader scroll; now each row reads
+    across the jobs."""
+    a = load_job(_job(tmp_path / "a"))
+    [res] = import_tasks(FIXTURES / "harbor" / "theme_d0_w0_word_tally", tmp_path / "wt")
+    job = make_job(tmp_path, "plain", [rec("wt", 1, 1, True, 3)], {"wt": 3}, 1, "stop")
+    cfg = json.loads((job / "job.json").read_text())
+    cfg["tasks"]["wt"]["path"] = str(res.dest)
+    (job / "job.json").write_text(json.dumps(cfg))
+    b = load_job(job)
+    html = render_html(build_report([a, b], resamples=0), inline_js="")
+    assert html.count('class="protocol"') == 1 and 'id="protocol-2"' not in html
+    table = html.split('class="protocol"', 1)[1].split("</table>", 1)[0]
+    row = re.search(r'<th class="l">on failed round</th>(.*?)</tr>', table, re.S)
+    assert row is not None and row[1].count("<td") == 2
+    assert "continue (later rounds" in row[1] and "stop (fail-stop" in row[1]
+    # the jobs differ in their round window: both values on one line
+    window = re.search(r'<th class="l">rounds \(window\)</th>(.*?)</tr>', table, re.S)
+    assert window is not None and "2-end" in window[1] and ">all<" in window[1]

@@ -281,13 +281,12 @@ def test_leading_canary_lines_are_dropped_like_harbor(tmp_path: Path):
     assert strip_canary("# Title\n") == "# Title\n"
 
 
-def test_min_reward_difference_from_harbor_is_a_note_naming_the_field(tmp_path: Path):
-    # Harbor: min_reward only stops the trial early; evoround also passes a round on it.
-    res, _ = _import(MULTI, tmp_path)
-    notes = [n for n in res.notes if ".min_reward" in n]
-    assert len(notes) == 2  # scaffold (1.0) and implement (0.5); document sets none
-    assert "steps[2] (implement).min_reward = 0.5" in notes[1]
-    assert "early stop" in notes[1] and "0.999" in notes[1]
+def test_min_reward_keeps_harbors_meaning_and_is_not_a_note(tmp_path: Path):
+    # Harbor: min_reward only stops the trial early; the imported task says so itself.
+    res, task = _import(MULTI, tmp_path)
+    assert not [n for n in res.notes if ".min_reward" in n]
+    assert task.config.verifier.min_reward_semantics == "early_stop"
+    assert [r.spec.min_reward for r in task.rounds] == [1.0, 0.5, None]
 
 
 def test_legacy_change_type_may_be_a_list_as_harbor_multiturn_allows(tmp_path: Path):

@@ -70,7 +70,7 @@ def test_multiturn_task_replaces_the_suite_each_round(tmp_path: Path):
 
 def test_imported_tasks_run_oracle_100_and_nop_0(tmp_path: Path):
     results = import_tasks(HARBOR, tmp_path / "imported")
-    assert {r.format for r in results} == {"harbor-steps", "harbor-multiturn"}
+    assert {r.format for r in results} == {"harbor-steps", "harbor-multiturn", "harbor"}
     tasks = [load_task(r.dest) for r in results]
     oracle = run(tmp_path, OracleScaffold(), tasks=tasks, name="oracle").metrics()
     assert (oracle.mt_at_k, oracle.sr, oracle.comp) == (1.0, 1.0, 1.0)

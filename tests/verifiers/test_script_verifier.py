@@ -76,13 +76,55 @@ def test_case_lines_become_cases_and_the_summary_counts():
     assert bad.message == "no error raised; expected: ValueError; actual: returned 0"
 
 
-def test_case_counts_fallbacks_and_forged_summaries():
-    only_results = "\n".join(STDOUT.splitlines()[1:3])
-    assert (parse_cases(only_results, "t").passed, parse_cases(only_results, "t").total) == (1, 2)
-    assert parse_cases("no case lines here", "t").total is None
-    only_summary = "CASE_SUMMARY total_cases=5 success_count=4 fail_count=1\n"
-    assert (parse_cases(only_summary, "t").passed, parse_cases(only_summary, "t").total) == (4, 5)
-    assert parse_cases(STDOUT + STDOUT, "t").integrity == ()  # repeats of the same lines
+# The benchmark's case ratio of a round for each variant of its output, derived by reading
+# UniPat-AI/EvoCodeBench evaluation/viz/leaderboard.py (round_caseratio: SUMMARY_RE =
+# 'CASE_SUMMARY total_cases=(\\d+) success_count=(\\d+) fail_count=(\\d+)' with re.search,
+# so the first match anywhere, single spaces, any text around it; no match: 0.0; total 0:
+# 0.0; else success/total, fail_count unread). evoround's figure is round_case_ratio of the
+# counts parse_cases reports, and must equal it on every row.
+S = "CASE_SUMMARY total_cases=4 success_count=3 fail_count=1"
+R = "CASE_RESULT case_id=c1 status=success\nCASE_RESULT case_id=c2 status=fail\n"
+CONFORMANCE = [
+    ("canonical", S + "\n", 0.75),
+    ("two-spaces-after-keyword", S.replace("CASE_SUMMARY ", "CASE_SUMMARY  ") + "\n", 0.0),
+    ("tab-after-keyword", S.replace("CASE_SUMMARY ", "CASE_SUMMARY\t") + "\n", 0.0),
+    ("two-spaces-between-counts", S.replace("=4 ", "=4  ") + "\n", 0.0),
+    ("text-after-counts", S + " (took 3.2 s)\n", 0.75),
+    ("glued-after-counts", S + "x\n", 0.75),
+    ("text-before-on-the-line", ">>> " + S + "\n", 0.75),
+    ("glued-before", "empty input!" + S + "\n", 0.75),
+    ("crlf", S + "\r\n", 0.75),
+    ("two-summaries-first-counts", S + "\n" + S.replace("success_count=3", "success_count=4")
+     .replace("fail_count=1", "fail_count=0") + "\n", 0.75),
+    ("forged-summary-first", S.replace("success_count=3", "success_count=4") + "\n" + S, 1.0),
+    ("no-case-lines", "building...\nall good\n", 0.0),
+    ("result-lines-only", R, 0.0),
+    ("zero-total", "CASE_SUMMARY total_cases=0 success_count=0 fail_count=0\n", 0.0),
+    ("success-above-total", "CASE_SUMMARY total_cases=2 success_count=3 fail_count=0\n", 1.5),
+    ("fail-count-not-adding-up", S.replace("fail_count=1", "fail_count=9") + "\n", 0.75),
+    ("leading-zeros", "CASE_SUMMARY total_cases=04 success_count=03 fail_count=01\n", 0.75),
+    ("lower-case-keyword", S.lower() + "\n", 0.0),
+    ("negative-count", S.replace("=3", "=-3") + "\n", 0.0),
+    ("split-over-lines", S.replace(" success", "\nsuccess") + "\n", 0.0),
+    ("unicode-digits", S.replace("=4", "=\u0664").replace("=3", "=\u0663") + "\n", 0.75),
+    ("summary-and-result-lines-disagree", R + S + "\n", 0.75),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("stdout", "ratio"), [c[1:] for c in CONFORMANCE],
+                         ids=[c[0] for c in CONFORMANCE])  # fmt: skip
+def test_case_lines_conform_to_the_benchmarks_leaderboard(stdout: str, ratio: float):
+    cases = parse_cases(stdout, "t")
+    assert (cases.passed / cases.total if cases.total else 0.0) == ratio
+    assert cases.integrity == ()  # the round's pass is the reward's: never flipped by these
+
+
+def test_disagreeing_case_lines_are_recorded_problems():
+    two = S + "\n" + S.replace("success_count=3", "success_count=4") + "\n"
+    assert "2 different CASE_SUMMARY lines; the first counts" in parse_cases(two, "t").problems[0]
+    assert "CASE_RESULT lines 1/2" in parse_cases(R + S + "\n", "t").problems[0]
+    assert "do not add up" in parse_cases(S.replace("=1", "=9"), "t").problems[0]
+    assert parse_cases(STDOUT + STDOUT, "t").problems == ()  # repeats of the same lines
 
 
 def test_a_case_line_after_output_left_open_still_counts():
@@ -97,25 +139,9 @@ def test_a_case_line_after_output_left_open_still_counts():
     assert [r.name for r in cases.results] == ["c1 [core.add]", "c2 [err.neg]"]
 
 
-@pytest.mark.parametrize(
-    ("stdout", "words"),
-    [
-        # the agent's code printed a summary of its own (before or after the script's)
-        ("CASE_SUMMARY total_cases=2 success_count=2 fail_count=0\n" + STDOUT, "2 different"),
-        (STDOUT + "CASE_SUMMARY total_cases=2 success_count=2 fail_count=0\n", "2 different"),
-        ("CASE_SUMMARY total_cases=9 success_count=9 fail_count=5\n", "do not add up"),
-        # a summary that does not match the result lines
-        (STDOUT.replace("total_cases=2 success_count=1 fail_count=1",
-                        "total_cases=5 success_count=5 fail_count=0"), "CASE_RESULT lines 1/2"),
-        # a failing case re-reported as a success
-        (STDOUT + STDOUT.splitlines()[2].replace("status=fail", "status=success") + "\n",
-         "both passed and failed"),
-    ],
-    ids=["early-summary", "late-summary", "sum", "mismatch", "flipped-case"],
-)  # fmt: skip
-def test_contradicting_case_lines_are_integrity_evidence(stdout: str, words: str):
-    cases = parse_cases(stdout, "t")
-    assert any(words in e for e in cases.integrity), cases.integrity
+def test_a_case_reported_both_passed_and_failed_is_integrity_evidence():
+    flipped = STDOUT + STDOUT.splitlines()[2].replace("status=fail", "status=success") + "\n"
+    assert any("both passed and failed" in e for e in parse_cases(flipped, "t").integrity)
 
 
 def _suite(tmp_path: Path, script: str) -> list[ActiveTest]:
@@ -165,6 +191,9 @@ def test_run_script_cases_from_stdout(tmp_path: Path):
     out = _run(tmp_path, script)
     assert (out.n_passed, out.n_total) == (1, 2) and out.integrity == []
     assert [t.outcome for t in out.tests] == [Outcome.passed, Outcome.failed]
+    # no case lines: 0 of 0 cases, as the benchmark counts it (its case ratio 0), even passed
+    out = _run(tmp_path, "#!/bin/bash\necho 1 > $EVOROUND_REWARD_FILE\n")
+    assert out.passed and (out.n_passed, out.n_total) == (0, 0)
 
 
 def test_full_reward_with_a_failed_case_or_a_linked_reward_is_integrity(tmp_path: Path):

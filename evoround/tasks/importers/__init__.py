@@ -1,6 +1,7 @@
-"""``evoround tasks import``: convert Harbor multi-step and harbor_multiturn tasks.
+"""``evoround tasks import``: convert Harbor tasks (multi-step, harbor_multiturn, single-step).
 
-Detection is by layout (``[[steps]]``/``steps/`` vs ``round_N/``/``[metadata.multiround]``);
+Detection is by layout (``[[steps]]``/``steps/`` vs ``round_N/``/``[metadata.multiround]``
+vs a plain task.toml + instruction.md + tests/);
 a folder that holds several such tasks is imported task by task.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from evoround.tasks import TaskFormatError, load_task
 from evoround.tasks.importers import _harbor_multiturn as harbor_multiturn
+from evoround.tasks.importers import _harbor_single as harbor_single
 from evoround.tasks.importers import _harbor_steps as harbor_steps
 from evoround.tasks.importers._common import (
     ImportedTask,
@@ -25,7 +27,12 @@ from evoround.tasks.importers._common import (
 )
 from evoround.tasks.importers._octobench import import_octobench, map_category
 
-FORMATS = {harbor_steps.FORMAT: harbor_steps, harbor_multiturn.FORMAT: harbor_multiturn}
+FORMATS = {
+    harbor_steps.FORMAT: harbor_steps,
+    harbor_multiturn.FORMAT: harbor_multiturn,
+    harbor_single.FORMAT: harbor_single,
+}
+"""Checked in this order: a single-step task is what is left when neither layout matches."""
 
 __all__ = [
     "FORMATS",
@@ -51,7 +58,7 @@ class ImportResult:
 
 
 def detect_format(src: Path) -> str | None:
-    """The format of the task at ``src`` (harbor-steps | harbor-multiturn), or None."""
+    """The format of the task at ``src`` (harbor-steps | harbor-multiturn | harbor), or None."""
     if (src / "rounds").is_dir() and (src / "task.toml").is_file() and not (src / "steps").is_dir():
         return None  # already an evoround task
     for name, mod in FORMATS.items():
@@ -94,8 +101,9 @@ def _checked_sources(src: Path, out: Path, fmt: str | None) -> list[Path]:
     sources = [src] if fmt else _sources(src)
     if not sources:
         raise ImportError_(
-            f"{src}: not a Harbor multi-step task ([[steps]], steps/<name>/) nor a "
-            "harbor_multiturn task (round_N/, [metadata.multiround])"
+            f"{src}: not a Harbor multi-step task ([[steps]], steps/<name>/), a "
+            "harbor_multiturn task (round_N/, [metadata.multiround]) nor a single-step "
+            "Harbor task (task.toml, instruction.md, tests/test.sh)"
         )
     if fmt is not None and fmt not in FORMATS:
         raise ImportError_(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")

@@ -38,23 +38,20 @@ from evoround.tasks import (
     known_keys,
     task_file_error,
 )
-
-# Longest first: /logs/verifier must win over /logs.
-HARBOR_PATHS: tuple[tuple[str, str], ...] = (
-    ("/logs/verifier", "${EVOROUND_VERIFIER_DIR}"),
-    ("/logs", "${EVOROUND_LOGS_DIR}"),
-    ("/tests", "${EVOROUND_TESTS_DIR}"),
-    ("/solution", "${SOLUTION_DIR}"),
-    ("/app", "${EVOROUND_WORKDIR}"),
+from evoround.tasks.importers._paths import (
+    has_harbor_path,
+    rewrite_python,
+    rewrite_shell,
+    substitute,
 )
 
 PREAMBLE = """\
 # --- evoround import: Harbor's fixed paths, mapped to what the engine provides ---
-EVOROUND_WORKDIR="${EVOROUND_WORKDIR:-$PWD}"
-EVOROUND_LOGS_DIR="${EVOROUND_LOGS_DIR:-/logs}"
-EVOROUND_VERIFIER_DIR="${EVOROUND_VERIFIER_DIR:-$EVOROUND_LOGS_DIR/verifier}"
-EVOROUND_TESTS_DIR="${EVOROUND_TESTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
-SOLUTION_DIR="${SOLUTION_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+export EVOROUND_WORKDIR="${EVOROUND_WORKDIR:-$PWD}"
+export EVOROUND_LOGS_DIR="${EVOROUND_LOGS_DIR:-/logs}"
+export EVOROUND_VERIFIER_DIR="${EVOROUND_VERIFIER_DIR:-$EVOROUND_LOGS_DIR/verifier}"
+export EVOROUND_TESTS_DIR="${EVOROUND_TESTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+export SOLUTION_DIR="${SOLUTION_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 mkdir -p "$EVOROUND_VERIFIER_DIR" 2>/dev/null || true
 # --- end of evoround import preamble ---
 """
@@ -232,25 +229,10 @@ def memory_mb_of(value: Any) -> int | None:
     return int(n * {"k": 1 / 1024, "m": 1, "g": 1024, "": 1}[unit])
 
 
-def _harbor_path(harbor: str) -> str:
-    """A pattern for ``harbor`` as a whole path (not part of a longer word or path)."""
-    return rf"(?<![\w./$-]){re.escape(harbor)}(?=[/\s\"'`;)|:&>]|$)"
-
-
-def _literally(replacement: str) -> Callable[[re.Match[str]], str]:
-    """A ``re.sub`` replacement taken as is (no backslash or group processing)."""
-
-    def replace(_m: re.Match[str]) -> str:
-        return replacement
-
-    return replace
-
-
 def rewrite_harbor_paths(text: str) -> str:
-    """Replace Harbor's absolute paths by engine variables (with a preamble defining them)."""
-    out = text
-    for harbor, var in HARBOR_PATHS:
-        out = re.sub(_harbor_path(harbor), _literally(var), out, flags=re.M)
+    """Replace Harbor's absolute paths in a bash script by engine variables, each in the
+    form its quoting context expands (see :mod:`._paths`), with a preamble defining them."""
+    out = rewrite_shell(text)
     if out == text:
         return text
     lines = out.splitlines(keepends=True)
@@ -262,34 +244,50 @@ def rewrite_harbor_paths(text: str) -> str:
 def rewrite_inline(text: str) -> str:
     """Harbor paths in a one-line command (a healthcheck): each with its Harbor default, so
     it works whether or not the engine sets the variable."""
-    out = text
-    for harbor, var in HARBOR_PATHS:
-        name = var.strip("${}")
-        out = re.sub(_harbor_path(harbor), _literally("${" + name + ":-" + harbor + "}"), out)
-    return out
+    return substitute(text, lambda var, harbor: "${" + var + ":-" + harbor + "}")
 
 
 def _copy_tree(src: Path, dest: Path, notes: list[str], label: str) -> None:
-    """Copy a directory, rewriting Harbor paths in shell scripts; note them elsewhere."""
+    """Copy a directory, rewriting Harbor paths in shell and Python files; note the rest."""
     for p in sorted(src.rglob("*")):
         if not p.is_file() or "__pycache__" in p.parts:
             continue
         rel = p.relative_to(src)
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if p.suffix == ".sh":
-            target.write_text(rewrite_harbor_paths(p.read_text(encoding="utf-8")), "utf-8")
+        text = _text_or_none(p)
+        if text is None or not has_harbor_path(text):
+            shutil.copy2(p, target)
             continue
-        shutil.copy2(p, target)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            continue
-        if re.search(r"[\"'](/app|/tests|/logs)(/|[\"'])", text):
+        new = _rewritten(p, text)
+        if new is None:
+            shutil.copy2(p, target)
             notes.append(
-                f"{label}/{rel.as_posix()} uses Harbor's absolute paths (/app, /tests, /logs): "
-                "it works in a Docker sandbox with workdir /app, not in the local sandbox"
+                f"{label}/{rel.as_posix()} uses Harbor's absolute paths (/app, /tests, "
+                "/solution, /logs): left as is, so it works only where those folders are "
+                "what Harbor makes them; evoround's verifier reads the reward from its own "
+                "folder ($EVOROUND_VERIFIER_DIR), never /logs/verifier: edit it to use the "
+                "EVOROUND_* variables"
             )
+            continue
+        target.write_text(new, encoding="utf-8")
+        shutil.copymode(p, target)
+
+
+def _text_or_none(p: Path) -> str | None:
+    try:
+        return p.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return None
+
+
+def _rewritten(p: Path, text: str) -> str | None:
+    """The file with its Harbor paths rewritten, or None when its kind cannot be."""
+    if p.suffix == ".sh" or (text.startswith("#!") and "sh" in text.splitlines()[0]):
+        return rewrite_harbor_paths(text)
+    if p.suffix == ".py":
+        return rewrite_python(text)
+    return None
 
 
 def workspace_of(env: Path) -> Path | None:
@@ -616,13 +614,15 @@ def _environment(imported: ImportedTask, settings: _TaskSettings) -> Environment
 
 
 def _verifier(imported: ImportedTask) -> VerifierSpec:
-    """Harbor's suites are scripts that write a reward (``tests/test.sh``)."""
+    """Harbor's suites are scripts that write a reward (``tests/test.sh``); a step's
+    ``min_reward`` keeps Harbor's meaning (an early stop, never the pass test)."""
     min_reward = imported.min_reward
     return VerifierSpec(
         kind="script",
         script="test.sh",
         nonzero_exit=imported.nonzero_exit,
         min_reward=VerifierSpec().min_reward if min_reward is None else min_reward,
+        min_reward_semantics="early_stop",
         env=_strings(imported.verifier_env),
     )
 

@@ -14,15 +14,21 @@ published EvoCode-Bench tasks have none), ``[agent].timeout_sec``,
 ``multi_step_reward_strategy`` (recorded), per step ``agent.timeout_sec``,
 ``verifier.timeout_sec``/``env``, ``min_reward``, ``healthcheck``, ``artifacts``.
 
-``min_reward`` differs: Harbor uses it only to stop a trial early; evoround honours the
-early stop and ALSO uses it as the round's pass threshold (instead of 0.999). Each such
-step gets a note naming the field. Step fields evoround cannot honour (``agent.user``,
-``verifier.user``, ``verifier.environment_mode``, ``verifier.environment``) are named in
-notes too.
+A step's ``min_reward`` keeps Harbor's meaning: only an early stop (the attempt ends
+after a step whose reward is below it); every round passes on EvoCode-Bench's test,
+reward >= 0.999 (the imported task says ``[verifier] min_reward_semantics =
+"early_stop"``). Step fields evoround cannot honour (``agent.user``, ``verifier.user``,
+``verifier.environment_mode``, ``verifier.environment``) are named in notes.
+
+``schema_version`` (or the older ``version``): Harbor's task schema is 1.x (1.4 the
+newest known); another major version is refused, a newer 1.x noted. ``[environment]
+memory`` is read as Harbor reads it (a string such as ``"2G"``, ``"512M"``; anything else
+is refused, as Harbor refuses it; a non-string Harbor ignores, and so does evoround).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +36,6 @@ from typing import Any
 from evoround.tasks.importers._common import (
     ImportedTask,
     ImportError_,
-    memory_mb_of,
     positive_number,
     workspace_of,
 )
@@ -170,6 +175,36 @@ def apply_config(cfg: dict[str, Any], src: Path, imported: ImportedTask) -> None
 def _top_level(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
     for k in sorted(set(cfg) - TOP_KEYS):
         imported.notes.append(f"task.toml: top-level key {k!r} is not a Harbor field; not honoured")
+    _schema_version(cfg, where, imported)
+
+
+NEWEST_SCHEMA = (1, 4)
+"""The newest Harbor task schema whose fields this importer reads (Harbor's TaskConfig)."""
+
+
+def _schema_version(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
+    """``schema_version`` (Harbor renames the older ``version`` to it): 1.x is read, a newer
+    1.x said in a note, any other major version refused (its fields may mean other things)."""
+    key = "schema_version" if "schema_version" in cfg else "version"
+    raw = cfg.get(key)
+    if raw is None:
+        return
+    try:
+        parts = tuple(int(x) for x in str(raw).strip().split("."))
+    except ValueError:
+        parts = ()
+    if not parts or parts[0] != NEWEST_SCHEMA[0]:
+        raise ImportError_(
+            f"{where}: {key} = {raw!r}: not a Harbor task schema this importer reads "
+            f"(1.x, newest known {'.'.join(map(str, NEWEST_SCHEMA))})"
+        )
+    imported.metadata["harbor_schema_version"] = str(raw)
+    if parts > NEWEST_SCHEMA:
+        imported.notes.append(
+            f"{key} = {raw!r}: newer than Harbor's schema "
+            f"{'.'.join(map(str, NEWEST_SCHEMA))} that evoround knows; fields added since "
+            "are named in the notes below as not honoured"
+        )
 
 
 def _task(cfg: dict[str, Any], where: str, imported: ImportedTask) -> None:
@@ -247,7 +282,7 @@ def _environment(cfg: dict[str, Any], where: str, imported: ImportedTask) -> Non
     if env.get("docker_image"):
         imported.image = str(env["docker_image"])
     imported.cpus = positive_number(env, "cpus", f"{where}: environment")
-    imported.memory_mb = memory_mb_of(env.get("memory_mb") or env.get("memory"))
+    imported.memory_mb = _memory(env, where, imported.notes)
     if env.get("workdir"):
         imported.workdir = str(env["workdir"])
     imported.env = _strings(env.get("env"))
@@ -263,6 +298,52 @@ def _environment(cfg: dict[str, Any], where: str, imported: ImportedTask) -> Non
             imported.notes.append(f"[environment] {k} = {env[k]!r}: not enforced by evoround")
             honoured.add(k)
     _unused(env, honoured, "[environment]", imported.notes)
+
+
+def harbor_size_mb(text: str) -> int | None:
+    """A size as Harbor's ``EnvironmentConfig`` reads ``memory``/``storage``: a number and
+    G, M or K (case-insensitive), in MiB; None for anything else."""
+    s = text.strip().upper()
+    scale = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}.get(s[-1:])
+    if scale is None:
+        return None
+    try:
+        value = float(s[:-1])
+    except ValueError:
+        return None
+    if not math.isfinite(value) or int(value * scale) < 1:
+        return None
+    return int(value * scale)
+
+
+def _memory(env: dict[str, Any], where: str, notes: list[str]) -> int | None:
+    """``memory_mb``, or the deprecated ``memory`` string, exactly as Harbor reads them."""
+    mb = env.get("memory_mb")
+    if mb is not None and (
+        isinstance(mb, bool) or not isinstance(mb, int | float) or mb != int(mb) or mb < 1
+    ):
+        raise ImportError_(f"{where}: [environment] memory_mb = {mb!r}: a positive whole number")
+    legacy = env.get("memory")
+    if legacy is None:
+        return None if mb is None else int(mb)
+    if not isinstance(legacy, str):
+        notes.append(
+            f"[environment] memory = {legacy!r}: not a string such as '2G', which Harbor "
+            "ignores; so does evoround (use memory_mb)"
+        )
+        return None if mb is None else int(mb)
+    parsed = harbor_size_mb(legacy)
+    if parsed is None:
+        raise ImportError_(
+            f"{where}: [environment] memory = {legacy!r}: not a size Harbor reads "
+            "(a number and G, M or K, e.g. '2G'; or memory_mb = 2048)"
+        )
+    if mb is not None and int(mb) != parsed:
+        raise ImportError_(
+            f"{where}: [environment] memory = {legacy!r} ({parsed} MB) and memory_mb = "
+            f"{mb!r} disagree (Harbor refuses this too)"
+        )
+    return parsed
 
 
 def _network(env: dict[str, Any], imported: ImportedTask) -> None:
@@ -344,14 +425,7 @@ def apply_step(step: dict[str, Any], label: str, notes: list[str]) -> dict[str, 
             out["min_reward"] = float(mr)
         else:
             raise ImportError_(f"{label}.min_reward: a number or a table of numbers")
-        if out["min_reward"] != DEFAULT_PASS:
-            notes.append(
-                f"{label}.min_reward = {mr!r}: in Harbor only an early stop (the trial ends "
-                "after this step when its reward is below it); evoround also makes it this "
-                f"round's pass threshold instead of {DEFAULT_PASS}, so a reward between the two "
-                "is judged differently here than by EvoCode-Bench's scoring (reward >= "
-                f"{DEFAULT_PASS})"
-            )
+        # Honoured as Harbor means it: [verifier] min_reward_semantics = "early_stop".
     out["healthcheck"] = healthcheck_of(step.get("healthcheck"), f"{label}.healthcheck", notes)
     out["artifacts"] = artifacts_of(step.get("artifacts"), f"{label}.artifacts", notes)
     return out
