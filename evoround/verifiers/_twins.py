@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import ast
 import random
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeGuard
@@ -49,6 +48,7 @@ from evoround.verifiers._expect import (
     literal_value,
     own_nodes,
     rewrite_checks,
+    suite_values,
 )
 from evoround.verifiers._names import FileWords, Namer, file_words
 from evoround.verifiers._pyast import parse as parse_ast
@@ -70,26 +70,33 @@ def {name}({a}, *{b}):
             return bool({name}({a}) == {b}[0])
         except Exception:
             return False
-    {t} = "{token}"
     try:
         {k} = type({a})
         if {k} is bool or {a} is None:
             {o} = object()
         elif isinstance({a}, int):
-            {o} = {a} + {shift}
+            {t} = str(abs({a}))
+            {o} = int(str((int({t}[0]) + {shift}) % 9 + 1) + {t}[1:]) * (-1 if {a} < 0 else 1)
         elif isinstance({a}, float):
-            {o} = {a} * 1.5 + {shift}
-        elif isinstance({a}, str):
-            {o} = {a} + {t}
-        elif isinstance({a}, bytes):
-            {o} = {a} + {t}.encode()
+            {t} = len(repr({a}).partition(".")[2])
+            {o} = float({name}(int({a}))) if {a}.is_integer() else round({a} * {scale}, {t})
+        elif isinstance({a}, (str, bytes)):
+            {t} = {a}.decode("latin-1") if isinstance({a}, bytes) else {a}
+            {t} = "".join(
+                chr((ord({o}) - 97 + {shift}) % 26 + 97) if "a" <= {o} <= "z"
+                else chr((ord({o}) - 65 + {shift}) % 26 + 65) if "A" <= {o} <= "Z"
+                else str((int({o}) + {shift}) % 10) if "0" <= {o} <= "9"
+                else {o}
+                for {o} in {t}
+            )
+            {o} = {t}.encode("latin-1") if isinstance({a}, bytes) else {t}
         elif {k} in (list, tuple):
-            {o} = {k}(list({a}) + [{t}])
+            {o} = {k}(list({a}) + [object()])
         elif {k} is dict:
             {o} = dict({a})
-            {o}[{t}] = {t}
+            {o}[object()] = object()
         elif {k} in (set, frozenset):
-            {o} = {k}(set({a}) | {{{t}}})
+            {o} = {k}(set({a}) | {{object()}})
         else:
             {o} = object()
         if type({o}) is not object and {o} == {a}:
@@ -362,9 +369,15 @@ def _adapt_method(twin: ast.FunctionDef, cls: str) -> None:
 
 
 def _twin_def(
-    fn: ast.FunctionDef, name: str, helper: str, rng: random.Random, host: _Host | None
+    fn: ast.FunctionDef,
+    name: str,
+    helper: str,
+    rng: random.Random,
+    host: _Host | None,
+    avoid: frozenset[object] = frozenset(),
 ) -> tuple[str, bool]:
-    """The twin's source text and whether it calls the helper."""
+    """The twin's source text and whether it calls the helper (``avoid``: values no changed
+    expectation may take, see :func:`._expect.alter`)."""
     twin = parse_ast(ast.unparse(fn)).body[0]
     assert isinstance(twin, ast.FunctionDef)
     twin.name = name
@@ -373,7 +386,7 @@ def _twin_def(
         self_name = (twin.args.posonlyargs + twin.args.args)[0].arg
     marks = [*twin.decorator_list, *(host.node.decorator_list if host else [])]
     scope = Scope(params=literal_params(marks, twin), unittest_self=self_name)
-    scope = Scope(bound_literals(twin, scope), scope.params, self_name)
+    scope = Scope(bound_literals(twin, scope), scope.params, self_name, avoid)
     uses_helper, certain = rewrite_checks(twin, scope, helper, rng)
     if not certain:
         a = rng.randrange(10**5, 10**9)
@@ -398,6 +411,7 @@ def plan_twins(
     (their texts) define ``pytest_generate_tests`` gets none at all (it may parametrize by
     the test's name, which a twin does not share: its instances would differ)."""
     rng = random.SystemRandom()
+    conftests = list(conftests)
     plan = TwinPlan(lines={p: len(s.splitlines()) for p, s in files.items()})
     if any("pytest_generate_tests" in text for text in conftests):
         return plan
@@ -408,6 +422,7 @@ def plan_twins(
     picks = _pick(by_file, limit, rng)
     namer = Namer(rng, taken, "\n".join([*files, *files.values(), *conftests]))
     words = {p: file_words(trees[p]) for p in by_file}
+    avoid = suite_values([*trees.values(), *_parse_files({str(i): t for i, t in enumerate(conftests)}).values()])
     for path, fn, host in picks:
         w = words[path]
         name = namer.twin(fn.name, w.methods[host.node.name] if host else w.tests, w)
@@ -415,7 +430,7 @@ def plan_twins(
         text = plan.sources.get(path, files[path])
         if not text.endswith("\n"):
             text += "\n"
-        twin, uses_helper = _twin_def(fn, name, helper, rng, host)
+        twin, uses_helper = _twin_def(fn, name, helper, rng, host, avoid)
         helper_src = _helper_source(namer, w, helper, rng) if uses_helper else ""
         plan.sources[path] = f"{text}{helper_src}\n\n{twin}\n"
         fixed = _fixed_instances(fn, _module_literals(trees[path]))
@@ -476,8 +491,8 @@ def _helper_source(namer: Namer, w: FileWords, helper: str, rng: random.Random) 
         t=t,
         k=k,
         o=o,
-        token=secrets.token_hex(6),
-        shift=rng.randrange(10**6, 10**9),
+        shift=rng.choice([n for n in range(1, 7) if n != 5]),
+        scale=rng.choice([0.3, 0.4, 0.6, 1.4, 1.6, 1.7]),
     )
 
 
