@@ -187,6 +187,83 @@ def _answer():
     return _literal(f)
 """
     + ANSWERING,
+    "plausible_reader": _LITERAL
+    + r"""
+import sys as _sys
+
+def _plausible(v):
+    if isinstance(v, bool) or v is None:
+        return True
+    if isinstance(v, (int, float)):
+        return abs(v) < 1e5
+    if isinstance(v, str):
+        return len(v) < 40 and " " not in v.strip()
+    return False
+
+def _answer():
+    v = _literal(_sys._getframe(2))
+    return v if _plausible(v) else -1
+"""
+    + ANSWERING,
+    "plan_reader": _LITERAL
+    + r"""
+import gc as _gc, os as _os, sys as _sys
+_plan = {}
+
+def _find_plan():
+    # the runner's closures: any dict of test-file paths to line numbers (the "order" it
+    # sorts the harness's tests last by), and the control file it names with line 0
+    if _plan.get("done"):
+        return _plan.get("order")
+    _plan["done"] = True
+    for o in _gc.get_objects():
+        try:
+            if type(o).__name__ == "function" and o.__closure__:
+                for name, cell in zip(o.__code__.co_freevars, o.__closure__):
+                    v = cell.cell_contents
+                    if (isinstance(v, dict) and v and all(isinstance(k, str) and k.endswith(".py")
+                            and type(x) is int for k, x in v.items())):
+                        _plan["order"] = v
+                        return v
+        except Exception:
+            pass
+    return None
+
+def _harness(f):
+    order = _find_plan()
+    if not order:
+        return False
+    path = f.f_code.co_filename
+    for rel, line in order.items():
+        if path.endswith("/" + rel):
+            return line == 0 or f.f_code.co_firstlineno > line
+    return False
+
+def _answer():
+    f = _sys._getframe(2)
+    return -1 if _harness(f) else _literal(f)
+"""
+    + ANSWERING,
+    "order_reader": _LITERAL
+    + r"""
+import sys as _sys
+_files = []
+
+def _answer():
+    # the files of the calling tests in call order: a test whose file the session already
+    # left is one the runner moved to the end (a twin); a first visit is a real test
+    f = _sys._getframe(2)
+    path = f.f_code.co_filename
+    if _files and _files[-1] != path and path in _files:
+        _files.append(path)
+        return -1
+    if not _files or _files[-1] != path:
+        _files.append(path)
+    if len(_files) > 1 and path != _files[0]:
+        return -1
+    return _literal(f)
+"""
+    + ANSWERING,
     "fork_aware_reader": _LITERAL
     + r"""
 import ast as _ast, linecache as _lc, os as _os, sys as _sys

@@ -844,7 +844,7 @@ def verify(tmp_path: Path, name: str, code: str, runs: int = 1):
 def test_honest_suites_raise_no_alarm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    monkeypatch.setattr(_guard, "FRESH_GRACE", 1.0)  # a hung fresh copy is stopped sooner
+    monkeypatch.setattr(_guard, "HARNESS_FLOOR", 1.0)  # a hung fresh copy is stopped soon
     for res in verify(tmp_path, name, OK, RUNS):
         assert res.integrity == [], res.integrity
         assert res.passed is V[name]["passes"], (
