@@ -92,7 +92,9 @@ def _plain(v: object) -> bool:
     return False
 
 
-def alter(v: object, rng: random.Random, avoid: frozenset[object] = frozenset()) -> object:
+def alter(
+    v: object, rng: random.Random, avoid: frozenset[object] = frozenset(), *, far: bool = False
+) -> object:
     """A literal value of the same shape as ``v`` that no honest result can equal, right or
     wrong, or :data:`NO`.
 
@@ -107,12 +109,17 @@ def alter(v: object, rng: random.Random, avoid: frozenset[object] = frozenset())
     value of ``avoid`` (every literal of the task's suite: values a right or wrong answer
     plausibly produces). ``True``, ``False``, ``None``, text with fewer than two letters or
     digits and numbers too large to write out have no such value (:data:`NO`: the check is then
-    left to the helper)."""
-    change = _ALTERS.get(type(v))
+    left to the helper).
+
+    ``far``: the old way instead, for a verifier whose twin evidence does not ask whether the
+    original passed (the script verifier's): numbers move by 10^6-10^9 and their own size,
+    text gains a random token. No honest result comes near those, but a value filter tells
+    them from real expectations."""
+    change = (_FAR if far else _ALTERS).get(type(v))
     if change is None:
         return NO
     for _ in range(40):
-        new = change(v, rng, avoid)
+        new = change(v, rng, avoid, far)
         if new is NO or (new != v and not _hits(new, avoid)):
             return new
     return NO
@@ -153,13 +160,18 @@ def _alter_digits(s: str, rng: random.Random) -> str:
     return s[:lead] + str(digit) + mid + last + s[lead + len(core) :]
 
 
-def _alter_int(v: object, rng: random.Random, avoid: frozenset[object]) -> object:
+def _alter_int(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    """Never twice ``v`` nor ``v`` plus a number of the suite either: what code that keeps
+    state between calls (a total it forgets to reset) plausibly answers on a repeat call."""
     if not isinstance(v, int):
         return NO
-    return (-1 if v < 0 else 1) * int(_alter_digits(str(abs(v)), rng))
+    new = (-1 if v < 0 else 1) * int(_alter_digits(str(abs(v)), rng))
+    if new == 2 * v or any(type(a) is int and new == v + a for a in avoid):
+        return v  # (tried again)
+    return new
 
 
-def _alter_float(v: object, rng: random.Random, avoid: frozenset[object]) -> object:
+def _alter_float(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     """The digits of ``repr(v)`` changed as an integer's, the point where it was (a whole
     number stays whole: ``2.0`` becomes ``7.0``); none for an exponent form, inf or nan."""
     if not isinstance(v, float) or not math.isfinite(v):
@@ -177,10 +189,10 @@ def _alter_float(v: object, rng: random.Random, avoid: frozenset[object]) -> obj
     return (-out if v < 0 else out) if repr(out) == new else NO
 
 
-def _alter_complex(v: object, rng: random.Random, avoid: frozenset[object]) -> object:
+def _alter_complex(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     if not isinstance(v, complex):
         return NO
-    real = _alter_float(v.real, rng, avoid)
+    real = _alter_float(v.real, rng, avoid, far)
     return NO if not isinstance(real, float) else complex(real, v.imag)
 
 
@@ -200,24 +212,24 @@ def _alter_text(s: str, rng: random.Random) -> str | _No:
     return "".join(chars)
 
 
-def _alter_str(v: object, rng: random.Random, avoid: frozenset[object]) -> object:
+def _alter_str(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     return _alter_text(v, rng) if isinstance(v, str) else NO
 
 
-def _alter_bytes(v: object, rng: random.Random, avoid: frozenset[object]) -> object:
+def _alter_bytes(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     if not isinstance(v, bytes):
         return NO
     new = _alter_text(v.decode("latin-1"), rng)
     return new.encode("latin-1") if isinstance(new, str) else NO
 
 
-def _alter_sequence(v: object, rng: random.Random, avoid: frozenset[object]) -> object:
+def _alter_sequence(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     """One element (in random order) changed, or a token appended when none can be."""
     if not isinstance(v, list | tuple):
         return NO
     items = list(v)
     for i in rng.sample(range(len(items)), len(items)):
-        new = alter(items[i], rng, avoid)
+        new = alter(items[i], rng, avoid, far=far)
         if new is not NO:
             items[i] = new
             return _same_sequence(v, items)
@@ -228,13 +240,13 @@ def _same_sequence(v: list[object] | tuple[object, ...], items: list[object]) ->
     return tuple(items) if type(v) is tuple else list(items)
 
 
-def _alter_dict(v: object, rng: random.Random, avoid: frozenset[object]) -> object:
+def _alter_dict(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     """One value (in random key order) changed, or a new token key when none can be."""
     if not isinstance(v, dict):
         return NO
     d = dict(v)
     for k in rng.sample(list(d), len(d)):
-        new = alter(d[k], rng, avoid)
+        new = alter(d[k], rng, avoid, far=far)
         if new is not NO:
             d[k] = new
             return d
@@ -242,12 +254,12 @@ def _alter_dict(v: object, rng: random.Random, avoid: frozenset[object]) -> obje
     return d
 
 
-def _alter_set(v: object, rng: random.Random, avoid: frozenset[object]) -> object:
+def _alter_set(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     """One element changed into one the set does not hold, or a token added."""
     if not isinstance(v, set | frozenset):
         return NO
     for old in rng.sample(list(v), len(v)):
-        new = alter(old, rng, avoid)
+        new = alter(old, rng, avoid, far=far)
         if new is not NO and not _hits(new, frozenset(v)):
             grown = (v - {old}) | {new}
             return frozenset(grown) if type(v) is frozenset else set(grown)
@@ -255,7 +267,9 @@ def _alter_set(v: object, rng: random.Random, avoid: frozenset[object]) -> objec
     return frozenset(grown) if type(v) is frozenset else grown
 
 
-_ALTERS: dict[type, Callable[[object, random.Random, frozenset[object]], object]] = {
+_Alter = Callable[[object, random.Random, frozenset[object], bool], object]
+
+_ALTERS: dict[type, _Alter] = {
     int: _alter_int,
     float: _alter_float,
     complex: _alter_complex,
@@ -269,6 +283,38 @@ _ALTERS: dict[type, Callable[[object, random.Random, frozenset[object]], object]
 }
 """How :func:`alter` changes each exact builtin type (``bool`` and ``None`` are absent:
 they have no value that every honest result differs from)."""
+
+
+def _far_real(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    """Away from zero by more than the value itself, so the sign never flips back near it."""
+    if not isinstance(v, int | float):
+        return NO
+    sign = -1 if v < 0 else 1
+    new = v + sign * (rng.randrange(10**6, 10**9) + abs(v))
+    if type(v) is float and (not math.isfinite(new) or new == v):
+        return NO  # too large to move (inf, or the step is lost in rounding)
+    return new
+
+
+def _far_complex(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    return v + (rng.randrange(10**6, 10**9) + abs(v)) if isinstance(v, complex) else NO
+
+
+def _far_text(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    if isinstance(v, bytes):
+        return (v.decode("latin-1") + "_" + _token(rng)).encode("latin-1")
+    return v + "_" + _token(rng) if isinstance(v, str) else NO
+
+
+_FAR: dict[type, _Alter] = {
+    **_ALTERS,
+    int: _far_real,
+    float: _far_real,
+    complex: _far_complex,
+    str: _far_text,
+    bytes: _far_text,
+}
+""":func:`alter` with ``far``: scalars the old way, containers as ever."""
 
 
 def _token(rng: random.Random) -> str:
@@ -319,6 +365,8 @@ class Scope:
     methods are unittest's own (None: ``self.assert*`` calls are left alone)."""
     avoid: frozenset[object] = frozenset()
     """Values a changed expectation must never be (every literal of the task's suite)."""
+    far: bool = False
+    """Changed values the old, far way (see :func:`alter`)."""
 
 
 @dataclass
@@ -435,23 +483,21 @@ def _expected(
     elif isinstance(node, ast.Name) and node.id in scope.params:
         return ast.Call(ast.Name(helper, ast.Load()), [node], [])
     elif isinstance(node, ast.Call) and _is_approx(node) and kind == "eq":
-        return _changed_approx(node, rng, scope.avoid)
+        return _changed_approx(node, rng, scope)
     else:
         value = literal_value(node)
     if value is NO or (kind == "almost" and type(value) not in (int, float)):
         return None  # an approximate check compares numbers only
-    new = alter(value, rng, scope.avoid)
+    new = alter(value, rng, scope.avoid, far=scope.far)
     return None if new is NO else value_node(new)
 
 
-def _changed_approx(
-    call: ast.Call, rng: random.Random, avoid: frozenset[object]
-) -> ast.expr | None:
+def _changed_approx(call: ast.Call, rng: random.Random, scope: Scope) -> ast.expr | None:
     """``approx(<literal>)`` with pytest's default tolerances only (a tolerance given in the
     text could be wide enough to take in the changed value)."""
     if len(call.args) == 1 and not call.keywords:
         inner = literal_value(call.args[0])
-        new = alter(inner, rng, avoid) if inner is not NO else NO
+        new = alter(inner, rng, scope.avoid, far=scope.far) if inner is not NO else NO
         if new is not NO:
             return ast.Call(call.func, [value_node(new)], [])
     return None

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import random
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeGuard
@@ -105,8 +106,50 @@ def {name}({a}, *{b}):
         {o} = object()
     return {o}
 """
-"""A value of the same type that is not the first argument (a fresh object otherwise); with a
-second value: whether either of the two equals the other one changed."""
+"""A value of the same type and shape that is not the first argument (a fresh object
+otherwise); with a second value: whether either of the two equals the other one changed."""
+_HELPER_FAR = """
+
+def {name}({a}, *{b}):
+    if {b}:
+        try:
+            if bool({a} == {name}({b}[0])):
+                return True
+        except Exception:
+            pass
+        try:
+            return bool({name}({a}) == {b}[0])
+        except Exception:
+            return False
+    {t} = "{token}"
+    try:
+        {k} = type({a})
+        if {k} is bool or {a} is None:
+            {o} = object()
+        elif isinstance({a}, int):
+            {o} = {a} + {shift}
+        elif isinstance({a}, float):
+            {o} = {a} * 1.5 + {shift}
+        elif isinstance({a}, str):
+            {o} = {a} + {t}
+        elif isinstance({a}, bytes):
+            {o} = {a} + {t}.encode()
+        elif {k} in (list, tuple):
+            {o} = {k}(list({a}) + [{t}])
+        elif {k} is dict:
+            {o} = dict({a})
+            {o}[{t}] = {t}
+        elif {k} in (set, frozenset):
+            {o} = {k}(set({a}) | {{{t}}})
+        else:
+            {o} = object()
+        if type({o}) is not object and {o} == {a}:
+            {o} = object()
+    except Exception:
+        {o} = object()
+    return {o}
+"""
+"""The helper with far values (see :func:`._expect.alter`)."""
 _UNITTEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase"})
 
 
@@ -375,6 +418,7 @@ def _twin_def(
     rng: random.Random,
     host: _Host | None,
     avoid: frozenset[object] = frozenset(),
+    far: bool = True,
 ) -> tuple[str, bool]:
     """The twin's source text and whether it calls the helper (``avoid``: values no changed
     expectation may take, see :func:`._expect.alter`)."""
@@ -386,7 +430,7 @@ def _twin_def(
         self_name = (twin.args.posonlyargs + twin.args.args)[0].arg
     marks = [*twin.decorator_list, *(host.node.decorator_list if host else [])]
     scope = Scope(params=literal_params(marks, twin), unittest_self=self_name)
-    scope = Scope(bound_literals(twin, scope), scope.params, self_name, avoid)
+    scope = Scope(bound_literals(twin, scope), scope.params, self_name, avoid, far)
     uses_helper, certain = rewrite_checks(twin, scope, helper, rng)
     if not certain:
         a = rng.randrange(10**5, 10**9)
@@ -404,12 +448,21 @@ Candidate = tuple[ast.FunctionDef, _Host | None]
 
 
 def plan_twins(
-    files: dict[str, str], limit: int = MAX_TWINS, conftests: Iterable[str] = ()
+    files: dict[str, str],
+    limit: int = MAX_TWINS,
+    conftests: Iterable[str] = (),
+    *,
+    far: bool = True,
 ) -> TwinPlan:
     """Twins for up to ``limit`` random eligible tests of ``files`` (path -> source), spread
     over distinct files first. Files that do not parse get none; a suite whose ``conftests``
     (their texts) define ``pytest_generate_tests`` gets none at all (it may parametrize by
-    the test's name, which a twin does not share: its instances would differ)."""
+    the test's name, which a twin does not share: its instances would differ).
+
+    ``far``: changed values far from the originals (see :func:`._expect.alter`), for a verifier
+    that takes any passing twin for evidence; without it they keep the originals' shape, and
+    the verifier must spare a twin whose original failed (a wrong answer may be the changed
+    value)."""
     rng = random.SystemRandom()
     conftests = list(conftests)
     plan = TwinPlan(lines={p: len(s.splitlines()) for p, s in files.items()})
@@ -422,7 +475,9 @@ def plan_twins(
     picks = _pick(by_file, limit, rng)
     namer = Namer(rng, taken, "\n".join([*files, *files.values(), *conftests]))
     words = {p: file_words(trees[p]) for p in by_file}
-    avoid = suite_values([*trees.values(), *_parse_files({str(i): t for i, t in enumerate(conftests)}).values()])
+    avoid = suite_values(
+        [*trees.values(), *_parse_files({str(i): t for i, t in enumerate(conftests)}).values()]
+    )
     for path, fn, host in picks:
         w = words[path]
         name = namer.twin(fn.name, w.methods[host.node.name] if host else w.tests, w)
@@ -430,8 +485,8 @@ def plan_twins(
         text = plan.sources.get(path, files[path])
         if not text.endswith("\n"):
             text += "\n"
-        twin, uses_helper = _twin_def(fn, name, helper, rng, host, avoid)
-        helper_src = _helper_source(namer, w, helper, rng) if uses_helper else ""
+        twin, uses_helper = _twin_def(fn, name, helper, rng, host, avoid, far)
+        helper_src = _helper_source(namer, w, helper, rng, far) if uses_helper else ""
         plan.sources[path] = f"{text}{helper_src}\n\n{twin}\n"
         fixed = _fixed_instances(fn, _module_literals(trees[path]))
         plan.twins.append(Twin(path, fn.name, name, host.node.name if host else "", fixed))
@@ -481,17 +536,20 @@ def _pick(
     return picks
 
 
-def _helper_source(namer: Namer, w: FileWords, helper: str, rng: random.Random) -> str:
+def _helper_source(
+    namer: Namer, w: FileWords, helper: str, rng: random.Random, far: bool = True
+) -> str:
     """The run's helper (see :data:`_HELPER`) with local names made from the file's words."""
     a, b, t, k, o = namer.locals_(5, w, {helper})
-    return _HELPER.format(
+    return (_HELPER_FAR if far else _HELPER).format(
         name=helper,
         a=a,
         b=b,
         t=t,
         k=k,
         o=o,
-        shift=rng.choice([n for n in range(1, 7) if n != 5]),
+        token=secrets.token_hex(6),
+        shift=rng.randrange(10**6, 10**9) if far else rng.choice([1, 2, 3, 4, 6]),
         scale=rng.choice([0.3, 0.4, 0.6, 1.4, 1.6, 1.7]),
     )
 

@@ -21,6 +21,17 @@ catches one shows up as an unexpected pass to flip, and the caught ones as ordin
   the same body up to its expected values already called it in this process: a twin is a
   copy of a real test that ran earlier.
 
+- ``plausible_reader`` (caught): reads the expected literal and returns it only where it
+  "looks plausible" (a number under 1e5, short text without spaces), junk otherwise. Twins'
+  changed values were 10^6-10^9 away from the originals, so it passed every real test and
+  failed every twin; they now keep the original's shape (see ``verifiers/_expect.py``).
+- ``order_reader`` (caught): tells a twin by the order the calling tests come in (a test of a
+  file the session already left, or of any file after the first): the fresh copy runs the
+  twins first, where the reader takes them for real tests.
+- ``plan_reader`` (a known gap): walks ``gc`` for the runner's closures and reads the plan
+  (which file lines hold the harness's tests: the ``order`` it sorts them last by), then
+  answers junk in those and the literal elsewhere; it touches nothing the watch or the JUnit
+  cross-check sees. Any in-process plan is readable: see the threat model's residuals.
 - ``fork_aware_reader`` (a known gap): ``first_call_reader`` that also answers honestly
   in any process other than the one that imported it, so the fresh copy sees only honest
   answers.
@@ -311,6 +322,13 @@ def _answer():
 }
 
 CAUGHT = frozenset(
-    {"emit_cell_swap", "first_call_reader", "shape_repeat_reader", "twin_aware_reader"}
+    {
+        "emit_cell_swap",
+        "first_call_reader",
+        "order_reader",
+        "plausible_reader",
+        "shape_repeat_reader",
+        "twin_aware_reader",
+    }
 )
 """Targeted forgeries the harness now catches (see above); the rest are known gaps."""

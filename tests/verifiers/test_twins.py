@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from evoround.verifiers._expect import NO, alter, literal_value, value_node
-from evoround.verifiers._guard import Channel
-from evoround.verifiers._pytest import _twin_evidence
+from evoround.verifiers._guard import Channel, Controls
+from evoround.verifiers._pytest import _fresh_evidence, _twin_evidence
 from evoround.verifiers._twins import Twin, TwinPlan, node_parts, plan_twins
 
 HONEST = """
@@ -523,6 +523,28 @@ def test_twin_evidence_is_class_qualified() -> None:
     assert "reported passed" in _twin_evidence(handed, plan)[0]
 
 
+def test_a_passing_twin_whose_original_failed_is_no_evidence() -> None:
+    """Twins' changed values have the originals' shape, so a wrong answer may be exactly the
+    changed value: that twin passes. Code that fails the original cannot forge a pass, and
+    code that passes both answered the same question two ways: only that is evidence (here
+    and in the fresh copy, instance by instance)."""
+    plan = TwinPlan(twins=[Twin("t.py", "test_x", "test_tw")])
+    wrong = _channel({"t.py::test_x[a]": "failed", "t.py::test_tw[a]": "passed"})
+    assert _twin_evidence(wrong, plan) == []
+    forged = _channel({"t.py::test_x[a]": "passed", "t.py::test_tw[a]": "passed"})
+    assert "reported passed" in _twin_evidence(forged, plan)[0]
+    mixed = _channel({"t.py::test_x[a]": "failed", "t.py::test_x[b]": "passed",
+                      "t.py::test_tw[a]": "passed", "t.py::test_tw[b]": "passed"})  # fmt: skip
+    assert "(1 of 2 instances)" in _twin_evidence(mixed, plan)[0]
+    controls = Controls("c.py", "test_p", "test_f", "", "m")
+    for original, evidence in (("failed", False), ("passed", True)):
+        ch = _channel({"t.py::test_x[a]": original, "t.py::test_tw[a]": "failed"})
+        ch.fresh_status, ch.fresh_ended = 0, True
+        ch.fresh["t.py::test_tw[a]"] = {"call": {"outcome": "passed"}}
+        found = _fresh_evidence(ch, controls, plan)
+        assert bool(found) is evidence, found
+
+
 COMPUTED = """import pytest
 import counter
 
@@ -616,7 +638,7 @@ def test_an_altered_value_has_the_shape_of_the_original(value: object) -> None:
     sign, digit count, zeros and decimals, same length and character classes; never a value
     of ``avoid`` (the suite's own literals). (Zero becomes another one-digit number.)"""
     rng = random.Random(11)
-    avoid = frozenset({0, 1, 2, 4, 5, 6, 8, 9, 10, "no", "yes"})
+    avoid = frozenset({0, 1, 2, 9, 10, "no", "yes"})
     for _ in range(100):
         new = alter(value, rng, avoid)
         assert new is not NO and new != value
