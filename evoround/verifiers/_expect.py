@@ -186,7 +186,12 @@ def _alter_float(v: object, rng: random.Random, avoid: frozenset[object], far: b
         digits = _alter_digits(whole + frac, rng)
         new = f"{digits[: len(whole)]}.{digits[len(whole) :]}"
     out = float(new)
-    return (-out if v < 0 else out) if repr(out) == new else NO
+    if repr(out) != new:
+        return NO
+    out = -out if v < 0 else out
+    if out == 2 * v or any(type(a) in (int, float) and out == v + a for a in avoid):
+        return v  # (tried again: see _alter_int)
+    return out
 
 
 def _alter_complex(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:

@@ -451,7 +451,11 @@ def _twin_evidence(ch: Channel, twins: TwinPlan, absent: list[str] | None = None
     for tw in twins.twins:
         mine, theirs = _twin_runs(ch, tw)
         where = _where(tw)
-        forged = sorted(k for k, o in mine.items() if o == "passed" and not _spared(ch, tw, k))
+        forged = sorted(
+            k
+            for k, o in mine.items()
+            if o == "passed" and not _spared(ch, tw, k) and not _failed_fresh(ch, tw, k)
+        )
         if forged:
             out.append(
                 f"a failing twin of {where} (an altered copy no honest run "
@@ -475,6 +479,19 @@ def _spared(ch: Channel, tw: Twin, where: tuple[str, str, str]) -> bool:
         for nodeid, phases in ch.tests.items():
             if node_parts(nodeid) == (f, c, tw.original, params):
                 return phase_outcome(phases)[0] in ("failed", "error")
+    return False
+
+
+def _failed_fresh(ch: Channel, tw: Twin, where: tuple[str, str, str]) -> bool:
+    """Whether the twin instance at ``where`` failed in the fresh copy, where it was the first
+    to ask its question: code that keeps state between calls (a total never reset) answers
+    the original right and a repeat otherwise, and that other answer may be the twin's
+    changed value (it has the original's shape). Then the real run's pass is no evidence: a
+    value reader answers the same in both. (Code that tells the copy apart and answers it
+    wrongly is not caught by this twin: see the threat model.)"""
+    for nodeid, phases in ch.fresh.items():
+        if node_parts(nodeid) == (where[0], where[1], tw.name, where[2]):
+            return phase_outcome(phases)[0] in ("failed", "error")
     return False
 
 

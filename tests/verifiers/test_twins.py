@@ -536,6 +536,11 @@ def test_a_passing_twin_whose_original_failed_is_no_evidence() -> None:
     mixed = _channel({"t.py::test_x[a]": "failed", "t.py::test_x[b]": "passed",
                       "t.py::test_tw[a]": "passed", "t.py::test_tw[b]": "passed"})  # fmt: skip
     assert "(1 of 2 instances)" in _twin_evidence(mixed, plan)[0]
+    # a pass in the real run but a failure in the fresh copy, where the twin asked first:
+    # state kept between calls, not a reader (which answers the same in both)
+    state = _channel({"t.py::test_x[a]": "passed", "t.py::test_tw[a]": "passed"})
+    state.fresh["t.py::test_tw[a]"] = {"call": {"outcome": "failed"}}
+    assert _twin_evidence(state, plan) == []
     controls = Controls("c.py", "test_p", "test_f", "", "m")
     for original, evidence in (("failed", False), ("passed", True)):
         ch = _channel({"t.py::test_x[a]": original, "t.py::test_tw[a]": "failed"})
