@@ -189,7 +189,8 @@ def _alter_float(v: object, rng: random.Random, avoid: frozenset[object], far: b
     if repr(out) != new:
         return NO
     out = -out if v < 0 else out
-    if out == 2 * v or any(type(a) in (int, float) and out == v + a for a in avoid):
+    numbers = [a for a in avoid if type(a) in (int, float) and isinstance(a, int | float)]
+    if out == 2 * v or any(out == v + a for a in numbers):
         return v  # (tried again: see _alter_int)
     return out
 
