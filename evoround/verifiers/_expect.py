@@ -92,50 +92,150 @@ def _plain(v: object) -> bool:
     return False
 
 
-def alter(v: object, rng: random.Random) -> object:
-    """A literal value that no honest result can equal, right or wrong: a wrong answer is
-    often near the right one (off by one, a flipped flag, a letter), so numbers move by a
-    large random amount (beyond any ``places`` or ``approx`` tolerance), text gains a random
-    token, a container changes one element that way or gains a token; ``True``, ``False``
-    and ``None`` have no such value (:data:`NO`: the check is then left to the helper)."""
-    change = _ALTERS.get(type(v))
-    return NO if change is None else change(v, rng)
+def alter(
+    v: object, rng: random.Random, avoid: frozenset[object] = frozenset(), *, far: bool = False
+) -> object:
+    """A literal value of the same shape as ``v`` that no honest result can equal, right or
+    wrong, or :data:`NO`.
 
+    Same shape, so that a filter on values (a reader that answers only where the expected value
+    "looks plausible") cannot tell a twin's expectation from a real one: a number keeps its
+    type, sign, digit count, leading and trailing zeros and decimals; text keeps its length,
+    and each letter or digit its class (lower, upper, digit), every other character staying.
+    Far from ``v`` all the same, since a wrong answer is often near the right one (off by one,
+    a flipped flag, a letter, a case): a number's leading significant digit moves by at least
+    2 (a one-digit number by at least 3), text changes at least two of its letters and digits;
+    a container changes one element that way (or gains a token when none can be). Never a
+    value of ``avoid`` (every literal of the task's suite: values a right or wrong answer
+    plausibly produces). ``True``, ``False``, ``None``, text with fewer than two letters or
+    digits and numbers too large to write out have no such value (:data:`NO`: the check is then
+    left to the helper).
 
-def _alter_real(v: object, rng: random.Random) -> object:
-    """Away from zero by more than the value itself, so the sign never flips back near it."""
-    if not isinstance(v, int | float):
+    ``far``: the old way instead, for a verifier whose twin evidence does not ask whether the
+    original passed (the script verifier's): numbers move by 10^6-10^9 and their own size,
+    text gains a random token. No honest result comes near those, but a value filter tells
+    them from real expectations."""
+    change = (_FAR if far else _ALTERS).get(type(v))
+    if change is None:
         return NO
-    sign = -1 if v < 0 else 1
-    new = v + sign * (rng.randrange(10**6, 10**9) + abs(v))
-    if type(v) is float and (not math.isfinite(new) or new == v):
-        return NO  # too large to move (inf, or the step is lost in rounding)
+    for _ in range(40):
+        new = change(v, rng, avoid, far)
+        if new is NO or (new != v and not _hits(new, avoid)):
+            return new
+    return NO
+
+
+def suite_values(trees: Iterable[ast.AST]) -> frozenset[object]:
+    """Every number, text and bytes constant written in ``trees`` (the suite's files): the
+    values its tests expect or feed in, which a right or a wrong answer plausibly produces,
+    so a twin's changed value is never one of them (see :func:`alter`)."""
+    return frozenset(
+        n.value
+        for t in trees
+        for n in ast.walk(t)
+        if isinstance(n, ast.Constant) and type(n.value) in (int, float, complex, str, bytes)
+    )
+
+
+def _hits(new: object, avoid: frozenset[object]) -> bool:
+    try:
+        return new in avoid
+    except TypeError:  # unhashable (a list, a dict): containers are never in ``avoid``
+        return False
+
+
+def _alter_digits(s: str, rng: random.Random) -> str:
+    """A digit string of the same length, leading and trailing zeros whose first significant
+    digit moves by at least 2 (a lone digit by at least 3; all zeros become one digit of 3-9
+    in the last place), the digits between them random (the last significant one nonzero)."""
+    core = s.strip("0")
+    if not core:
+        return s[:-1] + str(rng.randrange(3, 10))
+    lead = len(s) - len(s.lstrip("0"))
+    gap = 3 if len(s) == 1 else 2
+    first = int(core[0])
+    digit = rng.choice([d for d in range(1, 10) if abs(d - first) >= gap])
+    mid = "".join(rng.choice(string.digits) for _ in core[1:-1])
+    last = str(rng.randrange(1, 10)) if len(core) > 1 else ""
+    return s[:lead] + str(digit) + mid + last + s[lead + len(core) :]
+
+
+def _alter_int(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    """Never twice ``v`` nor ``v`` plus a number of the suite either: what code that keeps
+    state between calls (a total it forgets to reset) plausibly answers on a repeat call."""
+    if not isinstance(v, int):
+        return NO
+    new = (-1 if v < 0 else 1) * int(_alter_digits(str(abs(v)), rng))
+    if new == 2 * v or any(type(a) is int and new == v + a for a in avoid):
+        return v  # (tried again)
     return new
 
 
-def _alter_complex(v: object, rng: random.Random) -> object:
+def _alter_float(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    """The digits of ``repr(v)`` changed as an integer's, the point where it was (a whole
+    number stays whole: ``2.0`` becomes ``7.0``); none for an exponent form, inf or nan."""
+    if not isinstance(v, float) or not math.isfinite(v):
+        return NO
+    text = repr(abs(v))
+    if "e" in text or "." not in text:
+        return NO
+    whole, frac = text.split(".")
+    if frac == "0":
+        new = f"{_alter_digits(whole, rng)}.0"
+    else:
+        digits = _alter_digits(whole + frac, rng)
+        new = f"{digits[: len(whole)]}.{digits[len(whole) :]}"
+    out = float(new)
+    if repr(out) != new:
+        return NO
+    out = -out if v < 0 else out
+    numbers = [a for a in avoid if type(a) in (int, float) and isinstance(a, int | float)]
+    if out == 2 * v or any(out == v + a for a in numbers):
+        return v  # (tried again: see _alter_int)
+    return out
+
+
+def _alter_complex(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     if not isinstance(v, complex):
         return NO
-    return v + (rng.randrange(10**6, 10**9) + abs(v))
+    real = _alter_float(v.real, rng, avoid, far)
+    return NO if not isinstance(real, float) else complex(real, v.imag)
 
 
-def _alter_str(v: object, rng: random.Random) -> object:
+_CLASSES = (string.ascii_lowercase, string.ascii_uppercase, string.digits)
+
+
+def _alter_text(s: str, rng: random.Random) -> str | _No:
+    """At least two (up to about half) of the letters and digits of ``s`` replaced by other
+    characters of their class; :data:`NO` with fewer than two."""
+    spots = [i for i, c in enumerate(s) if c.isascii() and c.isalnum()]
+    if len(spots) < 2:
+        return NO
+    chars = list(s)
+    for i in rng.sample(spots, rng.randint(2, max(2, len(spots) // 2))):
+        pool = next(k for k in _CLASSES if chars[i] in k)
+        chars[i] = rng.choice(pool.replace(chars[i], ""))
+    return "".join(chars)
+
+
+def _alter_str(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     return _alter_text(v, rng) if isinstance(v, str) else NO
 
 
-def _alter_bytes(v: object, rng: random.Random) -> object:
+def _alter_bytes(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     if not isinstance(v, bytes):
         return NO
-    return _alter_text(v.decode("latin-1"), rng).encode("latin-1")
+    new = _alter_text(v.decode("latin-1"), rng)
+    return new.encode("latin-1") if isinstance(new, str) else NO
 
 
-def _alter_sequence(v: object, rng: random.Random) -> object:
+def _alter_sequence(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     """One element (in random order) changed, or a token appended when none can be."""
     if not isinstance(v, list | tuple):
         return NO
     items = list(v)
     for i in rng.sample(range(len(items)), len(items)):
-        new = alter(items[i], rng)
+        new = alter(items[i], rng, avoid, far=far)
         if new is not NO:
             items[i] = new
             return _same_sequence(v, items)
@@ -146,13 +246,13 @@ def _same_sequence(v: list[object] | tuple[object, ...], items: list[object]) ->
     return tuple(items) if type(v) is tuple else list(items)
 
 
-def _alter_dict(v: object, rng: random.Random) -> object:
+def _alter_dict(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
     """One value (in random key order) changed, or a new token key when none can be."""
     if not isinstance(v, dict):
         return NO
     d = dict(v)
     for k in rng.sample(list(d), len(d)):
-        new = alter(d[k], rng)
+        new = alter(d[k], rng, avoid, far=far)
         if new is not NO:
             d[k] = new
             return d
@@ -160,16 +260,24 @@ def _alter_dict(v: object, rng: random.Random) -> object:
     return d
 
 
-def _alter_set(v: object, rng: random.Random) -> object:
+def _alter_set(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    """One element changed into one the set does not hold, or a token added."""
     if not isinstance(v, set | frozenset):
         return NO
+    for old in rng.sample(list(v), len(v)):
+        new = alter(old, rng, avoid, far=far)
+        if new is not NO and not _hits(new, frozenset(v)):
+            grown = (v - {old}) | {new}
+            return frozenset(grown) if type(v) is frozenset else set(grown)
     grown = {*v, _token(rng)}
     return frozenset(grown) if type(v) is frozenset else grown
 
 
-_ALTERS: dict[type, Callable[[object, random.Random], object]] = {
-    int: _alter_real,
-    float: _alter_real,
+_Alter = Callable[[object, random.Random, frozenset[object], bool], object]
+
+_ALTERS: dict[type, _Alter] = {
+    int: _alter_int,
+    float: _alter_float,
     complex: _alter_complex,
     str: _alter_str,
     bytes: _alter_bytes,
@@ -183,12 +291,40 @@ _ALTERS: dict[type, Callable[[object, random.Random], object]] = {
 they have no value that every honest result differs from)."""
 
 
+def _far_real(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    """Away from zero by more than the value itself, so the sign never flips back near it."""
+    if not isinstance(v, int | float):
+        return NO
+    sign = -1 if v < 0 else 1
+    new = v + sign * (rng.randrange(10**6, 10**9) + abs(v))
+    if type(v) is float and (not math.isfinite(new) or new == v):
+        return NO  # too large to move (inf, or the step is lost in rounding)
+    return new
+
+
+def _far_complex(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    return v + (rng.randrange(10**6, 10**9) + abs(v)) if isinstance(v, complex) else NO
+
+
+def _far_text(v: object, rng: random.Random, avoid: frozenset[object], far: bool) -> object:
+    if isinstance(v, bytes):
+        return (v.decode("latin-1") + "_" + _token(rng)).encode("latin-1")
+    return v + "_" + _token(rng) if isinstance(v, str) else NO
+
+
+_FAR: dict[type, _Alter] = {
+    **_ALTERS,
+    int: _far_real,
+    float: _far_real,
+    complex: _far_complex,
+    str: _far_text,
+    bytes: _far_text,
+}
+""":func:`alter` with ``far``: scalars the old way, containers as ever."""
+
+
 def _token(rng: random.Random) -> str:
     return "".join(rng.choices(string.ascii_lowercase + string.digits, k=10))
-
-
-def _alter_text(s: str, rng: random.Random) -> str:
-    return s + "_" + _token(rng)
 
 
 def value_node(v: object) -> ast.expr:
@@ -233,6 +369,10 @@ class Scope:
     unittest_self: str | None = None
     """The name of ``self`` in a method of a genuine ``unittest.TestCase`` whose assertion
     methods are unittest's own (None: ``self.assert*`` calls are left alone)."""
+    avoid: frozenset[object] = frozenset()
+    """Values a changed expectation must never be (every literal of the task's suite)."""
+    far: bool = False
+    """Changed values the old, far way (see :func:`alter`)."""
 
 
 @dataclass
@@ -349,21 +489,21 @@ def _expected(
     elif isinstance(node, ast.Name) and node.id in scope.params:
         return ast.Call(ast.Name(helper, ast.Load()), [node], [])
     elif isinstance(node, ast.Call) and _is_approx(node) and kind == "eq":
-        return _changed_approx(node, rng)
+        return _changed_approx(node, rng, scope)
     else:
         value = literal_value(node)
     if value is NO or (kind == "almost" and type(value) not in (int, float)):
         return None  # an approximate check compares numbers only
-    new = alter(value, rng)
+    new = alter(value, rng, scope.avoid, far=scope.far)
     return None if new is NO else value_node(new)
 
 
-def _changed_approx(call: ast.Call, rng: random.Random) -> ast.expr | None:
+def _changed_approx(call: ast.Call, rng: random.Random, scope: Scope) -> ast.expr | None:
     """``approx(<literal>)`` with pytest's default tolerances only (a tolerance given in the
     text could be wide enough to take in the changed value)."""
     if len(call.args) == 1 and not call.keywords:
         inner = literal_value(call.args[0])
-        new = alter(inner, rng) if inner is not NO else NO
+        new = alter(inner, rng, scope.avoid, far=scope.far) if inner is not NO else NO
         if new is not NO:
             return ast.Call(call.func, [value_node(new)], [])
     return None

@@ -171,12 +171,18 @@ def _start():
     import pytest
 
     order = cfg.pop("order", {})
-    grace = float(cfg.pop("fresh_grace", 30))
+    # the harness's tests (controls, twins) get a share of the real test loop's time, in the
+    # run and again in the fresh copy: a twin of a slow test is stopped, never run in full
+    share = float(cfg.pop("share", 0.05))
+    floor = float(cfg.pop("floor", 1.0))
     # the copy never holds the run past its own timeout: the real run's verdict comes first
     budget_end = t0 + float(cfg.pop("budget", 1e9)) - 3
     watch = _Watch(pytest, cfg.pop("workdir", ""), cfg.pop("named_plugins", ()))
 
-    clock = {"began": _time.monotonic(), "limit": None, "armed": False}
+    clock = {"began": _time.monotonic(), "until": None, "armed": False}
+
+    def allowance(loop):
+        return max(floor, share * loop)
 
     def _overdue(signum, frame):
         if clock["armed"]:
@@ -227,10 +233,14 @@ def _start():
                 return
             if pid == 0:
                 _os.close(w)
-                go = _os.read(r, 1)
+                go = _os.read(r, 64)
                 if not go:  # the runner is gone: nothing to check for
                     _os._exit(0)
                 me["pid"], me["fresh"] = getpid(), True
+                try:  # the real loop's length: the copy's harness tests get the same share
+                    clock["until"] = _time.monotonic() + allowance(float(go))
+                except ValueError:
+                    clock["until"] = _time.monotonic() + floor
                 session.items[:] = picked
                 yield
                 watch.check(emit)
@@ -240,12 +250,14 @@ def _start():
             began = _time.monotonic()
             yield
             # a copy that hangs where the real run did not (a twin waiting on state only
-            # earlier tests create) is stopped: it proves nothing either way
+            # earlier tests create) is stopped: it proves nothing either way. Each of its tests
+            # stops at its share (below); this is the backstop.
             now = _time.monotonic()
-            deadline = min(now + grace + 2 * (now - began), budget_end)
+            loop = now - began
+            deadline = min(now + allowance(loop) + 0.5 * len(picked) + 2, budget_end)
             stopped, status = False, -1
             try:  # the copy may be gone already (killed, reaped): then it ended early
-                _os.write(w, b"1")
+                _os.write(w, ("%.3f" % loop).encode())
                 _os.close(w)
                 while True:
                     done, status = _os.waitpid(pid, _os.WNOHANG)
@@ -262,16 +274,17 @@ def _start():
 
         @pytest.hookimpl(hookwrapper=True, tryfirst=True)
         def pytest_runtest_call(self, item):
-            # A harness test runs after the real ones: a twin that waits for what a real test
-            # before it made (an item a test put in a queue, taken by the original already)
-            # would hang the real run. It fails after a grace instead; failing never passes it.
-            if me["fresh"] or not late(item) or not hasattr(_signal, "setitimer"):
+            # The harness's tests share a time allowance (a share of the real loop, at least
+            # the floor), in the run and in the fresh copy: a twin of a slow test, or one that
+            # waits for what a real test before it made (an item a real test took from a
+            # queue), fails when the allowance is spent; failing never passes it.
+            if not late(item) or not hasattr(_signal, "setitimer"):
                 yield
                 return
             now = _time.monotonic()
-            if clock["limit"] is None:
-                clock["limit"] = grace + 2 * (now - clock["began"])
-            secs = max(0.5, min(clock["limit"], budget_end - now - 1))
+            if clock["until"] is None:
+                clock["until"] = now + allowance(now - clock["began"])
+            secs = max(0.5, min(clock["until"] - now, budget_end - now - 1))
             try:
                 old = _signal.signal(_signal.SIGALRM, _overdue)
                 _signal.setitimer(_signal.ITIMER_REAL, secs)
@@ -332,8 +345,13 @@ if __name__ == "__main__":
     _start()
 '''
 
-FRESH_GRACE = 30.0
-"""Seconds the fresh copy may take beyond twice the real run's test loop (see the runner)."""
+HARNESS_SHARE = 0.05
+"""The share of the real test loop's time the harness's tests (controls and twins) may take
+together, once in the run and once in the fresh copy (see the runner): at most about 10 % of
+the suite's test time in all, beyond :data:`HARNESS_FLOOR`."""
+HARNESS_FLOOR = 1.0
+"""Seconds the harness's tests may always take (per run and per fresh copy), however short the
+real loop; each of them gets at least 0.5 s."""
 
 _WORDS = (
     "totals",
@@ -448,13 +466,16 @@ def runner_input(
 ) -> bytes:
     """The one line the runner reads from stdin (never on the command line).
 
-    ``budget``: the run's timeout in seconds (the fresh copy is stopped 3 s before it).
+    ``budget``: the run's timeout in seconds (the fresh copy is stopped 3 s before it); the
+    harness's tests' own allowance is :data:`HARNESS_SHARE` of the real loop (at least
+    :data:`HARNESS_FLOOR`).
     ``order``: suite-relative file -> line from which its tests run last; ``workdir``: where
     the code under test lives (plugins from there are reported, but for ``named_plugins``,
     which the suite itself asks for).
     """
     cfg = {
-        "fresh_grace": FRESH_GRACE,
+        "share": HARNESS_SHARE,
+        "floor": HARNESS_FLOOR,
         "budget": 1e9 if budget is None else budget,
         "order": dict(order or {}),
         "workdir": workdir,

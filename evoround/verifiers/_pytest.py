@@ -440,17 +440,22 @@ def _junit_disagrees(ch: Channel, junit: list[TestResult]) -> list[str]:
 
 
 def _twin_evidence(ch: Channel, twins: TwinPlan, absent: list[str] | None = None) -> list[str]:
-    """A failing twin reported passed (wherever it shows up: a class hands its twin down);
-    or, in a completed run where its original ran, a twin that never ran in the original's
-    class (or, when its parametrization is written out, lost some of the instances its
-    original had there). Findings that rest on a missing record go to ``absent`` if given."""
+    """A failing twin reported passed (wherever it shows up: a class hands its twin down)
+    where its original did not fail (see :func:`_spared`); or, in a completed run where its
+    original ran, a twin that never ran in the original's class (or, when its
+    parametrization is written out, lost some of the instances its original had there).
+    Findings that rest on a missing record go to ``absent`` if given."""
     out: list[str] = []
     gone = out if absent is None else absent
     done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
     for tw in twins.twins:
         mine, theirs = _twin_runs(ch, tw)
         where = _where(tw)
-        forged = sorted(k for k, o in mine.items() if o == "passed")
+        forged = sorted(
+            k
+            for k, o in mine.items()
+            if o == "passed" and not _spared(ch, tw, k) and not _failed_fresh(ch, tw, k)
+        )
         if forged:
             out.append(
                 f"a failing twin of {where} (an altered copy no honest run "
@@ -460,6 +465,34 @@ def _twin_evidence(ch: Channel, twins: TwinPlan, absent: list[str] | None = None
         if not forged and done and theirs and (not here or (tw.fixed and here < theirs)):
             gone.append(f"the failing twin of {where} never ran: tests were removed")
     return out
+
+
+def _spared(ch: Channel, tw: Twin, where: tuple[str, str, str]) -> bool:
+    """Whether the twin instance at ``where`` (file, class, parameters) passing is no
+    evidence: its original, with the same parameters in the same class (else in its own),
+    failed or errored in the run. A twin's changed value has the original's shape, so a
+    wrong answer may be exactly that value; but code that fails the original cannot turn the
+    round into a pass, and code that passes it and its twin answers two different values to
+    the same question."""
+    file, cls, params = where
+    for f, c in ((file, cls), (tw.file, tw.cls)):
+        for nodeid, phases in ch.tests.items():
+            if node_parts(nodeid) == (f, c, tw.original, params):
+                return phase_outcome(phases)[0] in ("failed", "error")
+    return False
+
+
+def _failed_fresh(ch: Channel, tw: Twin, where: tuple[str, str, str]) -> bool:
+    """Whether the twin instance at ``where`` failed in the fresh copy, where it was the first
+    to ask its question: code that keeps state between calls (a total never reset) answers
+    the original right and a repeat otherwise, and that other answer may be the twin's
+    changed value (it has the original's shape). Then the real run's pass is no evidence: a
+    value reader answers the same in both. (Code that tells the copy apart and answers it
+    wrongly is not caught by this twin: see the threat model.)"""
+    for nodeid, phases in ch.fresh.items():
+        if node_parts(nodeid) == (where[0], where[1], tw.name, where[2]):
+            return phase_outcome(phases)[0] in ("failed", "error")
+    return False
 
 
 def _twin_runs(ch: Channel, tw: Twin) -> tuple[dict[tuple[str, str, str], str], set[str]]:
@@ -504,8 +537,11 @@ def _fresh_forgeries(ch: Channel, controls: Controls, twins: TwinPlan) -> list[s
     """Twins, and the failing control, that passed in the fresh copy."""
     out: list[str] = []
     for tw in twins.twins:
-        mine = [ph for n, ph in ch.fresh.items() if node_parts(n)[2] == tw.name]
-        forged = sum(phase_outcome(ph)[0] == "passed" for ph in mine)
+        mine = {n: ph for n, ph in ch.fresh.items() if node_parts(n)[2] == tw.name}
+        forged = sum(
+            phase_outcome(ph)[0] == "passed" and not _spared(ch, tw, _place(n))
+            for n, ph in mine.items()
+        )
         if forged:
             out.append(
                 f"a failing twin of {_where(tw)} passed when it ran first, in a fresh copy "
@@ -516,6 +552,11 @@ def _fresh_forgeries(ch: Channel, controls: Controls, twins: TwinPlan) -> list[s
     if fail_id in ch.fresh and phase_outcome(ch.fresh[fail_id])[0] == "passed":
         out.append("the control test that must fail passed in the fresh copy of the test process")
     return out
+
+
+def _place(nodeid: str) -> tuple[str, str, str]:
+    file, cls, _, params = node_parts(nodeid)
+    return file, cls, params
 
 
 def _fresh_gap(ch: Channel, controls: Controls, twins: TwinPlan) -> str | None:
@@ -686,7 +727,8 @@ def _lay_out(sandbox: Sandbox, tests: list[ActiveTest]) -> _Layout:
     base = f"{sandbox.scratch.rstrip('/')}/verify-{secrets.token_hex(12)}"
     modules, conftests = suite_sources(tests)
     local = {Path(t.path).parts[0].removesuffix(".py") for t in tests}
-    twins = plan_twins(modules, conftests=conftests)
+    # twins of the originals' shape: _twin_evidence spares one whose original failed
+    twins = plan_twins(modules, conftests=conftests, far=False)
     controls = make_controls((Path(t.path).name for t in tests), shared_imports(modules, local))
     lay = _Layout(
         nonce=secrets.token_hex(16),

@@ -49,6 +49,7 @@ from evoround.verifiers._expect import (
     literal_value,
     own_nodes,
     rewrite_checks,
+    suite_values,
 )
 from evoround.verifiers._names import FileWords, Namer, file_words
 from evoround.verifiers._pyast import parse as parse_ast
@@ -58,6 +59,56 @@ MAX_TWINS = 3
 # No docstring or fixed name: the helper's name and its parameter and local names are words
 # of the file it is added to (see ._names).
 _HELPER = """
+
+def {name}({a}, *{b}):
+    if {b}:
+        try:
+            if bool({a} == {name}({b}[0])):
+                return True
+        except Exception:
+            pass
+        try:
+            return bool({name}({a}) == {b}[0])
+        except Exception:
+            return False
+    try:
+        {k} = type({a})
+        if {k} is bool or {a} is None:
+            {o} = object()
+        elif isinstance({a}, int):
+            {t} = str(abs({a}))
+            {o} = int(str((int({t}[0]) + {shift}) % 9 + 1) + {t}[1:]) * (-1 if {a} < 0 else 1)
+        elif isinstance({a}, float):
+            {t} = len(repr({a}).partition(".")[2])
+            {o} = float({name}(int({a}))) if {a}.is_integer() else round({a} * {scale}, {t})
+        elif isinstance({a}, (str, bytes)):
+            {t} = {a}.decode("latin-1") if isinstance({a}, bytes) else {a}
+            {t} = "".join(
+                chr((ord({o}) - 97 + {shift}) % 26 + 97) if "a" <= {o} <= "z"
+                else chr((ord({o}) - 65 + {shift}) % 26 + 65) if "A" <= {o} <= "Z"
+                else str((int({o}) + {shift}) % 10) if "0" <= {o} <= "9"
+                else {o}
+                for {o} in {t}
+            )
+            {o} = {t}.encode("latin-1") if isinstance({a}, bytes) else {t}
+        elif {k} in (list, tuple):
+            {o} = {k}(list({a}) + [object()])
+        elif {k} is dict:
+            {o} = dict({a})
+            {o}[object()] = object()
+        elif {k} in (set, frozenset):
+            {o} = {k}(set({a}) | {{object()}})
+        else:
+            {o} = object()
+        if type({o}) is not object and {o} == {a}:
+            {o} = object()
+    except Exception:
+        {o} = object()
+    return {o}
+"""
+"""A value of the same type and shape that is not the first argument (a fresh object
+otherwise); with a second value: whether either of the two equals the other one changed."""
+_HELPER_FAR = """
 
 def {name}({a}, *{b}):
     if {b}:
@@ -98,8 +149,7 @@ def {name}({a}, *{b}):
         {o} = object()
     return {o}
 """
-"""A value of the same type that is not the first argument (a fresh object otherwise); with a
-second value: whether either of the two equals the other one changed."""
+"""The helper with far values (see :func:`._expect.alter`)."""
 _UNITTEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase"})
 
 
@@ -362,9 +412,16 @@ def _adapt_method(twin: ast.FunctionDef, cls: str) -> None:
 
 
 def _twin_def(
-    fn: ast.FunctionDef, name: str, helper: str, rng: random.Random, host: _Host | None
+    fn: ast.FunctionDef,
+    name: str,
+    helper: str,
+    rng: random.Random,
+    host: _Host | None,
+    avoid: frozenset[object] = frozenset(),
+    far: bool = True,
 ) -> tuple[str, bool]:
-    """The twin's source text and whether it calls the helper."""
+    """The twin's source text and whether it calls the helper (``avoid``: values no changed
+    expectation may take, see :func:`._expect.alter`)."""
     twin = parse_ast(ast.unparse(fn)).body[0]
     assert isinstance(twin, ast.FunctionDef)
     twin.name = name
@@ -373,7 +430,7 @@ def _twin_def(
         self_name = (twin.args.posonlyargs + twin.args.args)[0].arg
     marks = [*twin.decorator_list, *(host.node.decorator_list if host else [])]
     scope = Scope(params=literal_params(marks, twin), unittest_self=self_name)
-    scope = Scope(bound_literals(twin, scope), scope.params, self_name)
+    scope = Scope(bound_literals(twin, scope), scope.params, self_name, avoid, far)
     uses_helper, certain = rewrite_checks(twin, scope, helper, rng)
     if not certain:
         a = rng.randrange(10**5, 10**9)
@@ -391,13 +448,23 @@ Candidate = tuple[ast.FunctionDef, _Host | None]
 
 
 def plan_twins(
-    files: dict[str, str], limit: int = MAX_TWINS, conftests: Iterable[str] = ()
+    files: dict[str, str],
+    limit: int = MAX_TWINS,
+    conftests: Iterable[str] = (),
+    *,
+    far: bool = True,
 ) -> TwinPlan:
     """Twins for up to ``limit`` random eligible tests of ``files`` (path -> source), spread
     over distinct files first. Files that do not parse get none; a suite whose ``conftests``
     (their texts) define ``pytest_generate_tests`` gets none at all (it may parametrize by
-    the test's name, which a twin does not share: its instances would differ)."""
+    the test's name, which a twin does not share: its instances would differ).
+
+    ``far``: changed values far from the originals (see :func:`._expect.alter`), for a verifier
+    that takes any passing twin for evidence; without it they keep the originals' shape, and
+    the verifier must spare a twin whose original failed (a wrong answer may be the changed
+    value)."""
     rng = random.SystemRandom()
+    conftests = list(conftests)
     plan = TwinPlan(lines={p: len(s.splitlines()) for p, s in files.items()})
     if any("pytest_generate_tests" in text for text in conftests):
         return plan
@@ -408,6 +475,9 @@ def plan_twins(
     picks = _pick(by_file, limit, rng)
     namer = Namer(rng, taken, "\n".join([*files, *files.values(), *conftests]))
     words = {p: file_words(trees[p]) for p in by_file}
+    avoid = suite_values(
+        [*trees.values(), *_parse_files({str(i): t for i, t in enumerate(conftests)}).values()]
+    )
     for path, fn, host in picks:
         w = words[path]
         name = namer.twin(fn.name, w.methods[host.node.name] if host else w.tests, w)
@@ -415,8 +485,8 @@ def plan_twins(
         text = plan.sources.get(path, files[path])
         if not text.endswith("\n"):
             text += "\n"
-        twin, uses_helper = _twin_def(fn, name, helper, rng, host)
-        helper_src = _helper_source(namer, w, helper, rng) if uses_helper else ""
+        twin, uses_helper = _twin_def(fn, name, helper, rng, host, avoid, far)
+        helper_src = _helper_source(namer, w, helper, rng, far) if uses_helper else ""
         plan.sources[path] = f"{text}{helper_src}\n\n{twin}\n"
         fixed = _fixed_instances(fn, _module_literals(trees[path]))
         plan.twins.append(Twin(path, fn.name, name, host.node.name if host else "", fixed))
@@ -466,10 +536,12 @@ def _pick(
     return picks
 
 
-def _helper_source(namer: Namer, w: FileWords, helper: str, rng: random.Random) -> str:
+def _helper_source(
+    namer: Namer, w: FileWords, helper: str, rng: random.Random, far: bool = True
+) -> str:
     """The run's helper (see :data:`_HELPER`) with local names made from the file's words."""
     a, b, t, k, o = namer.locals_(5, w, {helper})
-    return _HELPER.format(
+    return (_HELPER_FAR if far else _HELPER).format(
         name=helper,
         a=a,
         b=b,
@@ -477,7 +549,8 @@ def _helper_source(namer: Namer, w: FileWords, helper: str, rng: random.Random) 
         k=k,
         o=o,
         token=secrets.token_hex(6),
-        shift=rng.randrange(10**6, 10**9),
+        shift=rng.randrange(10**6, 10**9) if far else rng.choice([1, 2, 3, 4, 6]),
+        scale=rng.choice([0.3, 0.4, 0.6, 1.4, 1.6, 1.7]),
     )
 
 

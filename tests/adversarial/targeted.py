@@ -21,6 +21,17 @@ catches one shows up as an unexpected pass to flip, and the caught ones as ordin
   the same body up to its expected values already called it in this process: a twin is a
   copy of a real test that ran earlier.
 
+- ``plausible_reader`` (caught): reads the expected literal and returns it only where it
+  "looks plausible" (a number under 1e5, short text without spaces), junk otherwise. Twins'
+  changed values were 10^6-10^9 away from the originals, so it passed every real test and
+  failed every twin; they now keep the original's shape (see ``verifiers/_expect.py``).
+- ``order_reader`` (caught): tells a twin by the order the calling tests come in (a test of a
+  file the session already left, or of any file after the first): the fresh copy runs the
+  twins first, where the reader takes them for real tests.
+- ``plan_reader`` (a known gap): walks ``gc`` for the runner's closures and reads the plan
+  (which file lines hold the harness's tests: the ``order`` it sorts them last by), then
+  answers junk in those and the literal elsewhere; it touches nothing the watch or the JUnit
+  cross-check sees. Any in-process plan is readable: see the threat model's residuals.
 - ``fork_aware_reader`` (a known gap): ``first_call_reader`` that also answers honestly
   in any process other than the one that imported it, so the fresh copy sees only honest
   answers.
@@ -187,6 +198,83 @@ def _answer():
     return _literal(f)
 """
     + ANSWERING,
+    "plausible_reader": _LITERAL
+    + r"""
+import sys as _sys
+
+def _plausible(v):
+    if isinstance(v, bool) or v is None:
+        return True
+    if isinstance(v, (int, float)):
+        return abs(v) < 1e5
+    if isinstance(v, str):
+        return len(v) < 40 and " " not in v.strip()
+    return False
+
+def _answer():
+    v = _literal(_sys._getframe(2))
+    return v if _plausible(v) else -1
+"""
+    + ANSWERING,
+    "plan_reader": _LITERAL
+    + r"""
+import gc as _gc, os as _os, sys as _sys
+_plan = {}
+
+def _find_plan():
+    # the runner's closures: any dict of test-file paths to line numbers (the "order" it
+    # sorts the harness's tests last by), and the control file it names with line 0
+    if _plan.get("done"):
+        return _plan.get("order")
+    _plan["done"] = True
+    for o in _gc.get_objects():
+        try:
+            if type(o).__name__ == "function" and o.__closure__:
+                for name, cell in zip(o.__code__.co_freevars, o.__closure__):
+                    v = cell.cell_contents
+                    if (isinstance(v, dict) and v and all(isinstance(k, str) and k.endswith(".py")
+                            and type(x) is int for k, x in v.items())):
+                        _plan["order"] = v
+                        return v
+        except Exception:
+            pass
+    return None
+
+def _harness(f):
+    order = _find_plan()
+    if not order:
+        return False
+    path = f.f_code.co_filename
+    for rel, line in order.items():
+        if path.endswith("/" + rel):
+            return line == 0 or f.f_code.co_firstlineno > line
+    return False
+
+def _answer():
+    f = _sys._getframe(2)
+    return -1 if _harness(f) else _literal(f)
+"""
+    + ANSWERING,
+    "order_reader": _LITERAL
+    + r"""
+import sys as _sys
+_files = []
+
+def _answer():
+    # the files of the calling tests in call order: a test whose file the session already
+    # left is one the runner moved to the end (a twin); a first visit is a real test
+    f = _sys._getframe(2)
+    path = f.f_code.co_filename
+    if _files and _files[-1] != path and path in _files:
+        _files.append(path)
+        return -1
+    if not _files or _files[-1] != path:
+        _files.append(path)
+    if len(_files) > 1 and path != _files[0]:
+        return -1
+    return _literal(f)
+"""
+    + ANSWERING,
     "fork_aware_reader": _LITERAL
     + r"""
 import ast as _ast, linecache as _lc, os as _os, sys as _sys
@@ -234,6 +322,13 @@ def _answer():
 }
 
 CAUGHT = frozenset(
-    {"emit_cell_swap", "first_call_reader", "shape_repeat_reader", "twin_aware_reader"}
+    {
+        "emit_cell_swap",
+        "first_call_reader",
+        "order_reader",
+        "plausible_reader",
+        "shape_repeat_reader",
+        "twin_aware_reader",
+    }
 )
 """Targeted forgeries the harness now catches (see above); the rest are known gaps."""

@@ -844,7 +844,7 @@ def verify(tmp_path: Path, name: str, code: str, runs: int = 1):
 def test_honest_suites_raise_no_alarm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    monkeypatch.setattr(_guard, "FRESH_GRACE", 1.0)  # a hung fresh copy is stopped sooner
+    monkeypatch.setattr(_guard, "HARNESS_FLOOR", 1.0)  # a hung fresh copy is stopped soon
     for res in verify(tmp_path, name, OK, RUNS):
         assert res.integrity == [], res.integrity
         assert res.passed is V[name]["passes"], (
@@ -894,3 +894,166 @@ def test_honest_suites_raise_no_alarm_in_a_script(tmp_path: Path, name: str) -> 
         assert (out.passed, out.integrity) == (True, []), log[-3000:]
     out, log = verify_script(tmp_path / "bad", name, BAD)
     assert (out.passed, out.integrity) == (False, []), log[-3000:]
+
+
+VALUES = {
+    "test_values.py": """import pytest
+from counter import count_words, first_word, mean_len, words
+
+
+def test_count():
+    assert count_words("a b c") == 3
+
+
+def test_count_many():
+    assert count_words("one two three four five six seven eight nine ten eleven twelve") == 12
+
+
+def test_mean():
+    assert mean_len("ab abcd") == 3.0
+
+
+def test_mean_frac():
+    assert mean_len("a ab") == 1.5
+
+
+def test_first():
+    assert first_word("hello world") == "hello"
+
+
+def test_words():
+    assert words("x y") == ["x", "y"]
+
+
+@pytest.mark.parametrize("text,n", [("a", 1), ("a b", 2), ("", 0)])
+def test_param(text, n):
+    assert count_words(text) == n
+"""
+}
+"""A suite of ints, floats, text and lists: twins' changed values keep these shapes."""
+RIGHT = """
+def count_words(t):
+    return len(t.split())
+
+
+def mean_len(t):
+    w = t.split()
+    return sum(map(len, w)) / len(w) if w else 0.0
+
+
+def first_word(t):
+    return t.split()[0] if t.split() else ""
+
+
+def words(t):
+    return t.split()
+"""
+WRONG = {
+    "off_by_one": RIGHT + "\n_c = count_words\ncount_words = lambda t: _c(t) + 1\n",
+    "chars": """
+def count_words(t):
+    return len(t)
+
+
+def mean_len(t):
+    return len(t) / 2
+
+
+def first_word(t):
+    return t[:5]
+
+
+def words(t):
+    return list(t.replace(" ", ""))
+""",
+    "state_kept": """
+_total = [0, 0.0, "", []]
+
+
+def count_words(t):
+    _total[0] += len(t.split())
+    return _total[0]
+
+
+def mean_len(t):
+    w = t.split()
+    _total[1] += sum(map(len, w)) / len(w) if w else 0.0
+    return _total[1]
+
+
+def first_word(t):
+    last, _total[2] = _total[2], (t.split() or [""])[0]
+    return last or _total[2]
+
+
+def words(t):
+    _total[3] += t.split()
+    return list(_total[3])
+""",
+    "types": """
+def count_words(t):
+    return str(len(t.split()))
+
+
+def mean_len(t):
+    w = t.split()
+    return sum(map(len, w)) // len(w) if w else 0
+
+
+def first_word(t):
+    return t.split()[0].upper() if t.split() else ""
+
+
+def words(t):
+    return tuple(t.split())
+""",
+    "constants": """
+def count_words(t):
+    return 3
+
+
+def mean_len(t):
+    return 3.0
+
+
+def first_word(t):
+    return "hello"
+
+
+def words(t):
+    return ["x", "y"]
+""",
+    "swapped": """
+def count_words(t):
+    return t.count(" ")
+
+
+def mean_len(t):
+    return float(max(map(len, t.split()), default=0))
+
+
+def first_word(t):
+    return t.split()[-1] if t.split() else ""
+
+
+def words(t):
+    return t.split()[::-1]
+""",
+    "rounding": RIGHT + "\n_m = mean_len\nmean_len = lambda t: float(round(_m(t)))\n",
+}
+"""Honest but wrong answers to :data:`VALUES` (off by one, another count, state kept between
+calls, another type, constants right once, swapped meanings, rounding): a twin's changed value
+may equal one of them by chance, but never while its original passes."""
+v("values", VALUES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", sorted(WRONG))
+def test_honest_but_wrong_answers_raise_no_alarm(tmp_path: Path, wrong: str) -> None:
+    """Twins' changed values have the originals' shape (so a value filter cannot tell them):
+    a wrong answer may then equal one; the verifier spares a twin whose original failed."""
+    for res in verify(tmp_path, "values", WRONG[wrong], RUNS):
+        assert res.integrity == [], res.integrity
+        assert not res.passed
+    (right,) = verify(tmp_path, "values", RIGHT)
+    assert (right.passed, right.integrity) == (True, []), (right.problems, right.integrity)

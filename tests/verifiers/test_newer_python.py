@@ -117,7 +117,7 @@ def _grade(
 def test_honest_suites_raise_no_alarm_on_python_313(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, py313: str, name: str
 ) -> None:
-    monkeypatch.setattr(_guard, "FRESH_GRACE", 1.0)
+    monkeypatch.setattr(_guard, "HARNESS_FLOOR", 1.0)
     var = V[name]
     files = var["tests"]  # type: ignore[assignment]
     extra, args = str(var["extra"]), list(var["args"])  # type: ignore[call-overload]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from evoround.verifiers._expect import NO, alter, literal_value, value_node
-from evoround.verifiers._guard import Channel
-from evoround.verifiers._pytest import _twin_evidence
+from evoround.verifiers._guard import Channel, Controls
+from evoround.verifiers._pytest import _fresh_evidence, _twin_evidence
 from evoround.verifiers._twins import Twin, TwinPlan, node_parts, plan_twins
 
 HONEST = """
@@ -523,6 +523,33 @@ def test_twin_evidence_is_class_qualified() -> None:
     assert "reported passed" in _twin_evidence(handed, plan)[0]
 
 
+def test_a_passing_twin_whose_original_failed_is_no_evidence() -> None:
+    """Twins' changed values have the originals' shape, so a wrong answer may be exactly the
+    changed value: that twin passes. Code that fails the original cannot forge a pass, and
+    code that passes both answered the same question two ways: only that is evidence (here
+    and in the fresh copy, instance by instance)."""
+    plan = TwinPlan(twins=[Twin("t.py", "test_x", "test_tw")])
+    wrong = _channel({"t.py::test_x[a]": "failed", "t.py::test_tw[a]": "passed"})
+    assert _twin_evidence(wrong, plan) == []
+    forged = _channel({"t.py::test_x[a]": "passed", "t.py::test_tw[a]": "passed"})
+    assert "reported passed" in _twin_evidence(forged, plan)[0]
+    mixed = _channel({"t.py::test_x[a]": "failed", "t.py::test_x[b]": "passed",
+                      "t.py::test_tw[a]": "passed", "t.py::test_tw[b]": "passed"})  # fmt: skip
+    assert "(1 of 2 instances)" in _twin_evidence(mixed, plan)[0]
+    # a pass in the real run but a failure in the fresh copy, where the twin asked first:
+    # state kept between calls, not a reader (which answers the same in both)
+    state = _channel({"t.py::test_x[a]": "passed", "t.py::test_tw[a]": "passed"})
+    state.fresh["t.py::test_tw[a]"] = {"call": {"outcome": "failed"}}
+    assert _twin_evidence(state, plan) == []
+    controls = Controls("c.py", "test_p", "test_f", "", "m")
+    for original, evidence in (("failed", False), ("passed", True)):
+        ch = _channel({"t.py::test_x[a]": original, "t.py::test_tw[a]": "failed"})
+        ch.fresh_status, ch.fresh_ended = 0, True
+        ch.fresh["t.py::test_tw[a]"] = {"call": {"outcome": "passed"}}
+        found = _fresh_evidence(ch, controls, plan)
+        assert bool(found) is evidence, found
+
+
 COMPUTED = """import pytest
 import counter
 
@@ -563,7 +590,7 @@ def test_a_twin_of_computed_parameters_may_have_other_instances() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    [0, -3, 10**20, 0.3, 2j, "", "Hello", "  ", b"abc", [], [1, "a"], (0.5,), {},
+    [0, -3, 10**20, 0.3, 2j, "Hello", b"abc", [], [1, "a"], (0.5,), {},
      {"k": [1, 2]}, {1, 2}, frozenset({"x"}), [[None]], [True]],
 )  # fmt: skip
 def test_alter_always_differs_and_is_a_literal(value: object) -> None:
@@ -577,10 +604,52 @@ def test_alter_always_differs_and_is_a_literal(value: object) -> None:
         assert literal_value(node) == new or isinstance(new, frozenset)
 
 
-@pytest.mark.parametrize("value", [True, False, None, 1e308, -1e308])
+@pytest.mark.parametrize("value", [True, False, None, 1e308, -1e308, 1e-9, "", "  ", "a", b"x"])
 def test_values_without_a_safe_alternative_are_not_altered(value: object) -> None:
-    # any other boolean (or a small number for None) is a plausible wrong answer
+    # any other boolean (or a small number for None) is a plausible wrong answer; so is any
+    # other one-letter text; an exponent form or blank text has no same-shaped far value
     assert alter(value, random.Random(1)) is NO
+
+
+def _shape(v: object) -> object:
+    """What a value filter can see without knowing the right answer: type, sign, digits,
+    zeros, decimals; length and the class of each character."""
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, int | float):
+        text = repr(abs(v))
+        return (type(v), v < 0, len(text), text.find("."), len(text) - len(text.rstrip("0")),
+                len(text) - len(text.lstrip("0")))  # fmt: skip
+    if isinstance(v, str | bytes):
+        t = v.decode("latin-1") if isinstance(v, bytes) else v
+        return (type(v), "".join("a" if c.islower() else "A" if c.isupper() else
+                                 "9" if c.isdigit() else c for c in t))  # fmt: skip
+    if isinstance(v, list | tuple):
+        return (type(v), [_shape(x) for x in v])
+    if isinstance(v, dict):
+        return (type(v), {k: _shape(x) for k, x in v.items()})
+    return type(v)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [3, 7, 42, 100, -5, 123456789, 0.5, 3.14, -2.0, 0.025, 1234.5678, "ok", "hello world",
+     "Total: 42 items", "a1b2", b"OK\n", [3, 4], ("x1", 2.5), {"n": 10, "s": "abc"}],
+)  # fmt: skip
+def test_an_altered_value_has_the_shape_of_the_original(value: object) -> None:
+    """A reader that returns the expected value only where it "looks plausible" (a small
+    number, short text without spaces) answered every real test and failed every twin while
+    twins' values were 10^6-10^9 away. Changed values now look like the originals: same type,
+    sign, digit count, zeros and decimals, same length and character classes; never a value
+    of ``avoid`` (the suite's own literals). (Zero becomes another one-digit number.)"""
+    rng = random.Random(11)
+    avoid = frozenset({0, 1, 2, 9, 10, "no", "yes"})
+    for _ in range(100):
+        new = alter(value, rng, avoid)
+        assert new is not NO and new != value
+        assert _shape(new) == _shape(value), (value, new)
+        if isinstance(new, int | float | str | bytes):
+            assert new not in avoid, (value, new)
 
 
 @pytest.mark.parametrize("value", [0, 1, -1, 5, 0.5, "ab", "3 items", b"x", [1, 2], {"a": 0}])
