@@ -58,6 +58,7 @@ from evoround.sandboxes.docker._images import (
     resolve_bases,
 )
 from evoround.sandboxes.docker._pool import Spare, SparePool
+from evoround.sandboxes.docker._bytecode import BYTECODE, ensure_bytecode
 from evoround.sandboxes.docker._pristine import PRISTINE, PristinePython, ensure_pristine
 from evoround.sandboxes.docker._sandbox import DockerSandbox
 from evoround.settings import settings
@@ -131,6 +132,7 @@ class DockerProvider(SandboxProvider):
         self._lock = threading.RLock()
         self._images: dict[str, TaskImage] = {}
         self._pristine: dict[str, PristinePython] = {}
+        self._bytecode: dict[str, str | None] = {}
         self._workdir_empty: dict[str, bool] = {}
         self._facts = ImageFacts(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
         self._live: dict[str, DockerSandbox] = {}
@@ -230,6 +232,19 @@ class DockerProvider(SandboxProvider):
                 self._pristine[img.image_id] = cached
         return cached
 
+    def bytecode_volume(self, task: Task) -> str | None:
+        """The task image's read-only bytecode cache for the verifier (see ``_bytecode``),
+        filled on first use; None where it cannot be made."""
+        from evoround.settings import evoround_home
+
+        img = self.task_image(task)
+        with self._lock:
+            if img.image_id in self._bytecode:
+                return self._bytecode[img.image_id]
+        volume = ensure_bytecode(self.client, img.image_id, evoround_home())
+        with self._lock:
+            return self._bytecode.setdefault(img.image_id, volume)
+
     # -- containers --
     def _host_config(self, task: Task, folder: HostFolder | None = None) -> dict[str, Any]:
         env = task.config.environment
@@ -237,6 +252,9 @@ class DockerProvider(SandboxProvider):
         pristine = (
             [Mount(target=PRISTINE, source=pp.volume, type="volume", read_only=True)] if pp else []
         )
+        cache = self.bytecode_volume(task)
+        if cache is not None:  # read-only in every container: no agent can write it
+            pristine.append(Mount(target=BYTECODE, source=cache, type="volume", read_only=True))
         if self._ncpu is None:
             self._ncpu = float(self.client.info().get("NCPU") or os.cpu_count() or 1)
         cpus = min(env.cpus, self._ncpu)
@@ -442,6 +460,7 @@ class DockerProvider(SandboxProvider):
             )
             cid, folder = spare.container_id, spare.folder
         sb = DockerSandbox(self, cid, name, task, img, self.pristine_python(task), folder)
+        sb.bytecode = BYTECODE if self.bytecode_volume(task) is not None else None
         with self._lock:
             self._live[cid] = sb
         try:
