@@ -36,7 +36,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-PREPARE = r'''
+PREPARE = r"""
 import importlib.util, io, os, py_compile, sys, sysconfig, tempfile
 target, maps = sys.argv[1], [a.split("=", 1) for a in sys.argv[2:]]
 roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
@@ -85,7 +85,7 @@ for name, mod in list(sys.modules.items()):
         except Exception:
             pass
 print(done)
-'''
+"""
 """The filler (see the module docstring); prints how many files it compiled."""
 
 PREPARE_TIMEOUT = 300.0
@@ -176,4 +176,3 @@ def _writable_again(root: Path) -> None:
         for sub in dirs:
             with contextlib.suppress(OSError):
                 os.chmod(os.path.join(d, sub), 0o755)
-

@@ -32,7 +32,8 @@ BYTECODE = "/evoround/bytecode"
 
 BYTECODE_ROLE = "bytecode"
 
-_LOCK = threading.Lock()
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_LOCK = threading.Lock()
 
 
 def _marker(home: Path, volume: str, created: str) -> Path:
@@ -45,7 +46,9 @@ def ensure_bytecode(client: docker.DockerClient, image_id: str, home: Path) -> s
     be made (the verifier then compiles from source, as it did before)."""
     volume = f"evoround-bytecode-{image_id.split(':')[-1][:20]}"
     api = client.api
-    with _LOCK:  # one filler per volume in this process
+    with _LOCKS_LOCK:
+        lock = _LOCKS.setdefault(volume, threading.Lock())
+    with lock:  # one filler per volume in this process (other images' fills go on)
         try:
             try:
                 created = api.inspect_volume(volume).get("CreatedAt", "")
@@ -70,7 +73,15 @@ def _fill(api: docker.APIClient, image_id: str, volume: str) -> bool:
     try:
         cid = api.create_container(
             image_id,
-            entrypoint=["python3", "-I", "-B", "-c", PREPARE_BYTECODE, BYTECODE, f"/usr={PRISTINE}"],
+            entrypoint=[
+                "python3",
+                "-I",
+                "-B",
+                "-c",
+                PREPARE_BYTECODE,
+                BYTECODE,
+                f"/usr={PRISTINE}",
+            ],  # noqa: E501
             user="0:0",
             working_dir="/",
             name=f"evoround-bytecode-fill-{uuid.uuid4().hex[:8]}",

@@ -29,6 +29,7 @@ from evoround.sandboxes.common import (
     remove_tree,
 )
 from evoround.sandboxes.docker._archive import tar_of_dir
+from evoround.sandboxes.docker._bytecode import BYTECODE, ensure_bytecode
 from evoround.sandboxes.docker._config import (
     BACKEND,
     LABEL,
@@ -58,7 +59,6 @@ from evoround.sandboxes.docker._images import (
     resolve_bases,
 )
 from evoround.sandboxes.docker._pool import Spare, SparePool
-from evoround.sandboxes.docker._bytecode import BYTECODE, ensure_bytecode
 from evoround.sandboxes.docker._pristine import PRISTINE, PristinePython, ensure_pristine
 from evoround.sandboxes.docker._sandbox import DockerSandbox
 from evoround.settings import settings
