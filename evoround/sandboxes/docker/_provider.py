@@ -245,6 +245,10 @@ class DockerProvider(SandboxProvider):
         with self._lock:
             return self._bytecode.setdefault(img.image_id, volume)
 
+    def _bytecode_mount(self, task: Task) -> str | None:
+        """Where the containers of ``task`` have its bytecode cache (None: they have none)."""
+        return BYTECODE if self.bytecode_volume(task) is not None else None
+
     # -- containers --
     def _host_config(self, task: Task, folder: HostFolder | None = None) -> dict[str, Any]:
         env = task.config.environment
@@ -460,7 +464,7 @@ class DockerProvider(SandboxProvider):
             )
             cid, folder = spare.container_id, spare.folder
         sb = DockerSandbox(self, cid, name, task, img, self.pristine_python(task), folder)
-        sb.bytecode = BYTECODE if self.bytecode_volume(task) is not None else None
+        sb.bytecode = self._bytecode_mount(task)
         with self._lock:
             self._live[cid] = sb
         try:
