@@ -49,10 +49,18 @@ class LimitedProvider(SandboxProvider):
         build = getattr(inner, "task_image", None)
         if build is not None:
             build_sem = threading.BoundedSemaphore(max(1, limits.image_builds))
+            built: dict[str, Any] = {}
 
             def task_image(task: Task, _build: Callable[[Task], Any] = build) -> Any:
+                # an image already had is returned without the build slot: every container
+                # start asks for its image, and must not wait for another task's build
+                hit = built.get(task.digest)
+                if hit is not None:
+                    return hit
                 with build_sem:
-                    return _build(task)
+                    img = _build(task)
+                built[task.digest] = img
+                return img
 
             # Instance attribute: the Docker provider's own create() calls it too. Only
             # providers that build images have one, so the base class does not declare it.

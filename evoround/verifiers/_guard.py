@@ -97,6 +97,7 @@ class _Watch:
         self.said = set()
         self.pm = None
         self.named = frozenset(named)  # plugins the suite itself names (pytest_plugins, -p)
+        self.memo = {}  # id(plugin) -> (plugin, module, __file__, allowed): see _allowed
 
     @staticmethod
     def _grab(owner, name):
@@ -118,7 +119,18 @@ class _Watch:
         f = getattr(mod, "__file__", None)
         if not f:
             return False
-        return not (self.workdir and _os.path.realpath(f).startswith(self.workdir))
+        if type(f) is not str:  # a str subclass could answer == as it likes: no memo
+            return not (self.workdir and _os.path.realpath(f).startswith(self.workdir))
+        # memoised per plugin object (held, so its id is never reused) with everything the
+        # answer rests on: the same object, the same module object, the same __file__
+        # string; a swapped plugin, module or __file__ is resolved again
+        key = id(plugin)
+        hit = self.memo.get(key)
+        if hit is not None and hit[0] is plugin and hit[1] is mod and hit[2] == f:
+            return hit[3]
+        ok = not (self.workdir and _os.path.realpath(f).startswith(self.workdir))
+        self.memo[key] = (plugin, mod, f, ok)
+        return ok
 
     def check(self, emit):
         out = []

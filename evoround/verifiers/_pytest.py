@@ -696,8 +696,12 @@ def _execute(
     seconds taken)."""
     vp = sandbox.verifier_python()
     # bytecode only from a cache of the verifier's own: a workspace __pycache__ (say, an
-    # unchecked-hash .pyc of working code beside a stub source) is never read
-    argv = [*vp.argv, "-X", f"pycache_prefix={lay.base}/pycache", lay.runner_path]
+    # unchecked-hash .pyc of working code beside a stub source) is never read. The cache is
+    # the harness's read-only one of the interpreter's own modules (checked-hash bytecode,
+    # filled outside any sandbox) or, without one, a fresh empty folder; -B: nothing is
+    # written there (the agent's and the tests' modules compile afresh each run)
+    prefix = vp.pycache or f"{lay.base}/pycache"
+    argv = [*vp.argv, "-B", "-X", f"pycache_prefix={prefix}", lay.runner_path]
     start = time.monotonic()
     # No third-party pytest plugins: faster start, and nothing installed can alter grading.
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}

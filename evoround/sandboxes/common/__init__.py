@@ -5,6 +5,8 @@ the removal of whatever an agent wrote). It imports no
 backend, so ``local`` and ``docker`` both reach it without a circle.
 """
 
+from evoround.sandboxes.common._bytecode import PREPARE as PREPARE_BYTECODE
+from evoround.sandboxes.common._bytecode import local_bytecode
 from evoround.sandboxes.common._capture import CappedOutput
 from evoround.sandboxes.common._folder import WrittenFolder
 from evoround.sandboxes.common._orphans import orphaned, sweep_orphans
@@ -36,6 +38,7 @@ __all__ = [
     "LEGACY_OWNER_FILE",
     "OWNER_LEASE_S",
     "OWNER_RECORD",
+    "PREPARE_BYTECODE",
     "READ_LIMIT",
     "CappedOutput",
     "ExecResult",
@@ -49,6 +52,7 @@ __all__ = [
     "VerifierPython",
     "WrittenFolder",
     "check_content",
+    "local_bytecode",
     "orphaned",
     "owner_dead",
     "process_start",

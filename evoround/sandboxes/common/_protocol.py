@@ -69,6 +69,9 @@ class VerifierPython:
     argv: tuple[str, ...]
     path_first: tuple[str, ...] = ()
     path_last: tuple[str, ...] = ()
+    pycache: str | None = None
+    """A read-only bytecode cache the harness prepared for this interpreter (see
+    ``common._bytecode``), used as ``pycache_prefix``; None: a fresh, empty one per run."""
 
 
 class Sandbox(ABC):

@@ -29,6 +29,7 @@ from evoround.sandboxes.common import (
     remove_tree,
 )
 from evoround.sandboxes.docker._archive import tar_of_dir
+from evoround.sandboxes.docker._bytecode import BYTECODE, ensure_bytecode
 from evoround.sandboxes.docker._config import (
     BACKEND,
     LABEL,
@@ -139,6 +140,7 @@ class DockerProvider(SandboxProvider):
         self._lock = threading.RLock()
         self._images: dict[str, TaskImage] = {}
         self._pristine: dict[str, PristinePython] = {}
+        self._bytecode: dict[str, str | None] = {}
         self._workdir_empty: dict[str, bool] = {}
         self._facts = ImageFacts(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
         self._trees = ImageTrees(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
@@ -251,6 +253,23 @@ class DockerProvider(SandboxProvider):
                 self._pristine[img.image_id] = cached
         return cached
 
+    def bytecode_volume(self, task: Task) -> str | None:
+        """The task image's read-only bytecode cache for the verifier (see ``_bytecode``),
+        filled on first use; None where it cannot be made."""
+        from evoround.settings import evoround_home
+
+        img = self.task_image(task)
+        with self._lock:
+            if img.image_id in self._bytecode:
+                return self._bytecode[img.image_id]
+        volume = ensure_bytecode(self.client, img.image_id, evoround_home())
+        with self._lock:
+            return self._bytecode.setdefault(img.image_id, volume)
+
+    def _bytecode_mount(self, task: Task) -> str | None:
+        """Where the containers of ``task`` have its bytecode cache (None: they have none)."""
+        return BYTECODE if self.bytecode_volume(task) is not None else None
+
     # -- containers --
     def _host_config(self, task: Task, folder: HostFolder | None = None) -> dict[str, Any]:
         env = task.config.environment
@@ -258,6 +277,9 @@ class DockerProvider(SandboxProvider):
         pristine = (
             [Mount(target=PRISTINE, source=pp.volume, type="volume", read_only=True)] if pp else []
         )
+        cache = self.bytecode_volume(task)
+        if cache is not None:  # read-only in every container: no agent can write it
+            pristine.append(Mount(target=BYTECODE, source=cache, type="volume", read_only=True))
         if self._ncpu is None:
             self._ncpu = float(self.client.info().get("NCPU") or os.cpu_count() or 1)
         cpus = min(env.cpus, self._ncpu)
@@ -463,6 +485,7 @@ class DockerProvider(SandboxProvider):
             )
             cid, folder = spare.container_id, spare.folder
         sb = DockerSandbox(self, cid, name, task, img, self.pristine_python(task), folder)
+        sb.bytecode = self._bytecode_mount(task)
         with self._lock:
             self._live[cid] = sb
         try:

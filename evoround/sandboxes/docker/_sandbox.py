@@ -227,6 +227,8 @@ class DockerSandbox(Sandbox):
         self.workdir = task.config.environment.workdir
         self.scratch = SCRATCH
         self.python = "python3"
+        self.bytecode: str | None = None
+        """Where the image's read-only bytecode cache is mounted (see ``_bytecode``)."""
         self._closed = False
         self._oom_kills = 0  # a fresh container's cgroup starts at zero
         self._lock = threading.Lock()
@@ -430,13 +432,16 @@ class DockerSandbox(Sandbox):
         return code
 
     def verifier_python(self) -> VerifierPython:
-        """Commit mode: the pristine interpreter, ``-I -S``, pristine ``sys.path`` first."""
+        """The image's Python, ``-I``, with its read-only bytecode cache; commit mode: the
+        pristine interpreter, ``-I -S``, pristine ``sys.path`` first."""
         if self.pristine is None:
-            return super().verifier_python()
+            return VerifierPython(super().verifier_python().argv, pycache=self.bytecode)
         pp = self.pristine
         # The loader reads /etc/ld.so.preload whoever runs it: empty it in this clone first.
         self._put(tar_of_file("/etc/ld.so.preload", b""), "neutralise /etc/ld.so.preload")
-        return VerifierPython((*pp.run(pp.python), "-I", "-S"), pp.path_first, pp.path_last)
+        return VerifierPython(
+            (*pp.run(pp.python), "-I", "-S"), pp.path_first, pp.path_last, pycache=self.bytecode
+        )
 
     # -- files --
     def read_file(

@@ -319,8 +319,12 @@ def bwrap_argv(
     info_fd: int | None = None,
     search_path: str = "",
     seccomp_fd: int | None = None,
+    show: Sequence[Path] = (),
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in sandbox ``root`` (see the module).
+
+    ``show``: host folders bound read-only over everything else (the verifier's bytecode
+    cache, which lives under a hidden path).
 
     ``pid_namespace=False`` is for agents whose processes must outlive a command (a tmux
     server): the filesystem view is the same, but what a command leaves keeps running
@@ -343,6 +347,8 @@ def bwrap_argv(
         if _under_tmp(keep) or any(h == keep or h in keep.parents for h in hidden):
             # the engine's Python (the verifier runs it) lives where the view hides
             out += ["--ro-bind", str(keep), str(keep)]
+    for keep in show:
+        out += ["--ro-bind", str(keep), str(keep)]
     for c in [*covered, "/"]:  # the covers, and the view's own root folder
         out += ["--remount-ro", c]
     return [*out, "--chdir", cwd, "--", *argv]

@@ -38,7 +38,9 @@ from evoround.sandboxes.common import (
     Sandbox,
     SandboxError,
     UnsafeFile,
+    VerifierPython,
     WrittenFolder,
+    local_bytecode,
     remove_tree,
 )
 from evoround.sandboxes.local._cgroup import Cgroup
@@ -213,6 +215,8 @@ class LocalSandbox(Sandbox):
         self.workdir = str(root / "workspace")
         self.scratch = str(root / "scratch")
         self.python = sys.executable
+        self.shown: tuple[Path, ...] = ()
+        """Host folders bound read-only into every command's view (the bytecode cache)."""
         Path(self.workdir).mkdir(parents=True, exist_ok=True)
         Path(self.scratch).mkdir(parents=True, exist_ok=True)
         self._closed = False
@@ -312,6 +316,7 @@ class LocalSandbox(Sandbox):
                 info_fd=info_w,
                 search_path=env.get("PATH", ""),
                 seccomp_fd=rules,
+                show=self.shown,
             )
         else:
             wrapped = unshare_argv(
@@ -332,6 +337,22 @@ class LocalSandbox(Sandbox):
             f"sandbox {self.root.name}: {tag[1]} could not start the "
             f"command: {why or res.stderr.strip()[:300]}"
         )
+
+    def verifier_python(self) -> VerifierPython:
+        """The engine's Python, ``-I``, with the harness's bytecode cache (see
+        ``common._bytecode``) bound read-only into the view: bubblewrap, or a sandbox that is
+        not hardened. Under unshare the cache's folder is covered, so the runner compiles
+        from source as before."""
+        plain = super().verifier_python()
+        if self.hidden is not None and self.isolation != "bwrap":
+            return plain
+        from evoround.settings import evoround_home
+
+        cache = local_bytecode(self.python, evoround_home())
+        if cache is None:
+            return plain
+        self.shown = (cache,)
+        return VerifierPython(plain.argv, pycache=str(cache))
 
     def expose_endpoint(self, url: str) -> str:
         """A host endpoint is reachable only through the host's network: keep it."""
