@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from evoround.deadline import DeadlineExceeded, deadline
@@ -490,7 +491,9 @@ def _verify_clone(frame: RoundFrame, snap: Snapshot, at: float) -> VerifierOutco
             )
         # pytest (channel + JUnit) or script (reward file), as the task says
         timeout = min(left, task.config.environment.verifier_timeout_sec)
-        return verify_suite(task, clone, active_tests(task, i), i, frame.art, timeout=timeout)
+        fresh = partial(frame.ctx.provider.create, task, f"{verify_name}-canary", snap)
+        tests = active_tests(task, i)
+        return verify_suite(task, clone, tests, i, frame.art, timeout=timeout, fresh=fresh)
 
 
 def _split_spent(timings: Timings, spent: float) -> None:

@@ -45,12 +45,15 @@ the pytest verifier does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import shlex
 import time
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +61,7 @@ from evoround.results import TestOutcome, TestResult, VerifierOutcome
 from evoround.sandboxes import ExecResult, Sandbox, UnsafeFile
 from evoround.tasks import ActiveTest
 from evoround.verifiers._pytest import copy_suite, suite_sources
+from evoround.verifiers._script_canary import Canary, canary_evidence, canary_suite
 from evoround.verifiers._script_guard import CHANNEL_LIMIT, GuardReport, judge_channel, make_guard
 from evoround.verifiers._script_twins import twin_payload
 from evoround.verifiers._twins import TwinPlan, plan_twins
@@ -251,8 +255,12 @@ def run_script(
     min_reward: float | dict[str, float] = DEFAULT_MIN_REWARD,
     nonzero_exit: str = "fail",
     env: dict[str, str] | None = None,
+    fresh: Callable[[], AbstractContextManager[Sandbox]] | None = None,
 ) -> VerifierOutcome:
-    """Copy the suite into ``sandbox`` (a clone of the round's snapshot), run ``script``."""
+    """Copy the suite into ``sandbox`` (a clone of the round's snapshot), run ``script``.
+
+    ``fresh`` makes another clone of the same snapshot: a claimed pass is checked there by
+    the canary run (:mod:`._script_canary`); without it there is no canary."""
     base = f"{sandbox.scratch.rstrip('/')}/verify-{uuid.uuid4().hex}"
     verifier_dir = f"{base}/logs/verifier"
     modules, conftests = suite_sources(tests)
@@ -289,6 +297,12 @@ def run_script(
     failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
     if reward is not None and reward >= 1.0 and failed_cases:
         integrity.append(f"reward {reward:g} while {len(failed_cases)} case(s) failed")
+    canary = canary_suite(_texts(tests)) if fresh is not None else None
+    if reading.claims_pass and not integrity and canary is not None and fresh is not None:
+        real_ids = {r.name.split(" [", 1)[0] for r in cases.results}
+        with fresh() as other:
+            results, claims = _run_canary(other, tests, canary, script, timeout, env, min_reward)
+        integrity += canary_evidence(canary, results, claims, real_ids)
     passed = reading.claims_pass and not integrity
     if artifacts is not None:
         log = (
@@ -312,6 +326,50 @@ def run_script(
         integrity=integrity,
         pass_threshold=min_reward,
     )
+
+
+def _texts(tests: list[ActiveTest]) -> dict[str, str]:
+    """The suite's Python files as text (for the canary)."""
+    out: dict[str, str] = {}
+    for t in tests:
+        if t.path.endswith(".py"):
+            with contextlib.suppress(OSError):
+                out[t.path] = t.source.read_text(encoding="utf-8", errors="replace")
+    return out
+
+
+def _run_canary(
+    sandbox: Sandbox,
+    tests: list[ActiveTest],
+    canary: Canary,
+    script: str,
+    timeout: float,
+    env: dict[str, str] | None,
+    min_reward: float | dict[str, float],
+) -> tuple[tuple[TestResult, ...], bool]:
+    """Run ``script`` on the canary copy of the suite in ``sandbox`` (a fresh clone): its
+    case results and whether it claims a pass (any exit accepted: a forger's exit code
+    proves nothing either way)."""
+    base = f"{sandbox.scratch.rstrip('/')}/verify-{uuid.uuid4().hex}"
+    extra = {f"tests/{path}": text for path, text in canary.files.items()}
+    copy_suite(
+        sandbox,
+        tests,
+        base,
+        under="tests",
+        extra={"logs/verifier/.keep": "", "logs/artifacts/.keep": "", **extra},
+    )
+    res = sandbox.exec(
+        ["bash", f"{base}/tests/{script}"],
+        timeout=timeout,
+        cwd=sandbox.workdir,
+        env=_script_env(sandbox, base, env),
+    )
+    sandbox.stop_strays()
+    json_raw, txt_raw, _ = _read_rewards(sandbox, f"{base}/logs/verifier")
+    cases = parse_cases(res.stdout, script)
+    reading = _read_run(json_raw, txt_raw, cases, res, timeout, "ignore", min_reward)
+    return cases.results, reading.claims_pass
 
 
 def _script_env(sandbox: Sandbox, base: str, env: dict[str, str] | None) -> dict[str, str]:

@@ -6,6 +6,8 @@ validated by exactly the code that will grade agents on it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from evoround.results import VerifierOutcome
@@ -38,11 +40,13 @@ def verify_suite(
     round_index: int,
     artifacts: Path | None = None,
     timeout: float | None = None,
+    fresh: Callable[[], AbstractContextManager[Sandbox]] | None = None,
 ) -> VerifierOutcome:
     """Run ``tests`` against ``sandbox`` (a clone of some snapshot) and grade them.
 
     ``timeout``: what is left of the round's verification deadline (default: the task's
-    ``verifier_timeout_sec``)."""
+    ``verifier_timeout_sec``); ``fresh``: another clone of the same snapshot, for the script
+    verifier's canary run (see ``_script_canary``)."""
     spec = task.config.verifier
     rspec = task.round(round_index).spec
     if timeout is None:
@@ -66,6 +70,7 @@ def verify_suite(
             min_reward=spec.min_reward if threshold is None else threshold,
             nonzero_exit=spec.nonzero_exit,
             env=env,
+            fresh=fresh,
         )
         return verdict.model_copy(update={"early_stop": _early_stop(verdict, own, threshold)})
     return run_pytest(

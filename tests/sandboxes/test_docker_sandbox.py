@@ -84,9 +84,9 @@ def test_container_has_labels_limits_init_and_no_network(
     assert hc["NanoCpus"] == 500_000_000
     assert hc["Memory"] == hc["MemorySwap"] == 300 * 1024 * 1024
     assert hc["PidsLimit"] == 99
-    assert hc["NetworkMode"] == "none" and hc["Init"] is True and hc["Privileged"] is False
+    assert hc["NetworkMode"] == "none" and not hc["Init"] and hc["Privileged"] is False
     assert sb.exec("ls /sys/class/net").stdout.split() == ["lo"]
-    assert sb.exec("ps -o comm= -p 1").stdout.strip() == "docker-init"
+    assert sb.exec("ps -o comm= -p 1").stdout.strip() == "sh"  # _exec.KEEPALIVE
 
 
 def test_network_is_opt_in(docker_client, provider_factory, make_task):

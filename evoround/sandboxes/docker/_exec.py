@@ -7,8 +7,20 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Callable
 
 from evoround.sandboxes.common import CappedOutput
+
+KEEPALIVE = """trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM TSTP TTIN TTOU
+while :; do sleep 2147483647 & wait; done
+"""
+"""The container's pid 1 (plain ``sh``: the image may have nothing else). A pid namespace's
+init gets no signal sent from inside the namespace unless it installed a handler for it:
+SIGKILL and SIGSTOP are dropped, and this one ignores the rest, so nothing the agent runs
+can stop or end the container (with ``--init``, docker-init forwarded SIGTERM to
+``sleep infinity`` and the container exited: a round the agent turned into ``infra``).
+Its ``wait`` reaps every orphan reparented to it, as docker-init did; a killed ``sleep``
+is started again."""
 
 KILL_GRACE_SEC = 5
 """``timeout -k``: seconds between SIGTERM and SIGKILL of a timed-out command."""
@@ -49,18 +61,57 @@ OOM_PROBE = (
 )
 
 
-def read_frames(sock: socket.socket, deadline: float | None) -> tuple[CappedOutput, CappedOutput]:
-    """Demultiplex a hijacked non-TTY exec stream until EOF, or raise TimeoutError.
+class FramesTimeout(TimeoutError):
+    """The exec stream did not end by its deadline; what it carried so far."""
+
+    def __init__(self, out: CappedOutput, err: CappedOutput) -> None:
+        super().__init__("exec stream did not end by its deadline")
+        self.out, self.err = out, err
+
+
+CONT_HARNESS = r"""for d in /proc/[0-9]*; do
+  read -r st < "$d/stat" 2>/dev/null || continue
+  set -- ${st##*) }
+  case "$1" in T|t) ;; *) continue ;; esac
+  if grep -q evoround-exec "$d/cmdline" "/proc/$2/cmdline" 2>/dev/null; then
+    kill -CONT "${d#/proc/}" 2>/dev/null
+  fi
+done
+true
+"""
+"""Continue a stopped exec wrapper (``evoround-exec`` in its argv) or its ``timeout``: the
+tested code runs as root next to them and may SIGSTOP them, which would hold the exec open
+past its timeout (the host then saw a hung daemon: ``infra``). Run every
+:data:`TICK_SEC` while a timed command runs."""
+
+TICK_SEC = 10.0
+
+
+def read_frames(
+    sock: socket.socket,
+    deadline: float | None,
+    tick: Callable[[], None] | None = None,
+) -> tuple[CappedOutput, CappedOutput]:
+    """Demultiplex a hijacked non-TTY exec stream until EOF, or raise :class:`FramesTimeout`;
+    ``tick`` is called every :data:`TICK_SEC` while the stream stays open.
 
     Each stream goes to a capped sink: whatever a command prints, memory stays bounded."""
     out, err = CappedOutput(), CappedOutput()
     buf = bytearray()
     poller = select.poll()
     poller.register(sock, select.POLLIN | select.POLLPRI | select.POLLHUP)
+    next_tick = time.monotonic() + TICK_SEC
     while True:
-        wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+        now = time.monotonic()
+        ends = [t for t in (deadline, next_tick if tick else None) if t is not None]
+        wait_ms = None if not ends else max(0, int((min(ends) - now) * 1000))
         if not poller.poll(wait_ms):
-            raise TimeoutError
+            if deadline is not None and time.monotonic() >= deadline:
+                raise FramesTimeout(out, err)
+            if tick is not None and time.monotonic() >= next_tick:
+                tick()
+                next_tick = time.monotonic() + TICK_SEC
+            continue
         chunk = sock.recv(1 << 16)
         if not chunk:
             break
@@ -73,6 +124,3 @@ def read_frames(sock: socket.socket, deadline: float | None) -> tuple[CappedOutp
             del buf[: 8 + size]
             (err if stream == 2 else out).feed(payload)
     return out, err
-
-
-# ---- sandbox ---------------------------------------------------------------------

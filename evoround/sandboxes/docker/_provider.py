@@ -41,6 +41,7 @@ from evoround.sandboxes.docker._config import (
     is_image_locator,
     safe_name,
 )
+from evoround.sandboxes.docker._exec import KEEPALIVE
 from evoround.sandboxes.docker._hostws import (
     HostFolder,
     ImageFacts,
@@ -284,7 +285,7 @@ class DockerProvider(SandboxProvider):
             self._ncpu = float(self.client.info().get("NCPU") or os.cpu_count() or 1)
         cpus = min(env.cpus, self._ncpu)
         return self.client.api.create_host_config(
-            init=True,
+            init=False,  # our own pid 1 (KEEPALIVE): signals from inside cannot reach it
             privileged=False,
             security_opt=["no-new-privileges:true"],
             network_mode="bridge" if env.network else "none",
@@ -324,8 +325,8 @@ class DockerProvider(SandboxProvider):
         try:
             cid = api.create_container(
                 image,
-                entrypoint=["sleep"],
-                command=["infinity"],
+                entrypoint=["sh", "-c", KEEPALIVE, "evoround-init"],
+                command=[],
                 working_dir=task.config.environment.workdir,
                 environment=resolve_host_env(task.config.environment.env) or None,
                 labels=labels,

@@ -64,6 +64,7 @@ import docker.errors
 from evoround.deadline import DeadlineExceeded
 from evoround.sandboxes.common import (
     READ_LIMIT,
+    CappedOutput,
     ExecResult,
     Sandbox,
     SandboxError,
@@ -92,11 +93,13 @@ from evoround.sandboxes.docker._config import (
     safe_name,
 )
 from evoround.sandboxes.docker._exec import (
+    CONT_HARNESS,
     EXEC_WRAPPER,
     HOST_SLACK_SEC,
     KILL_GRACE_SEC,
     OOM_PROBE,
     PRISTINE_WRAPPER,
+    FramesTimeout,
     read_frames,
 )
 from evoround.sandboxes.docker._hostws import MODE_MASK, HostFolder
@@ -295,7 +298,9 @@ class DockerSandbox(Sandbox):
         cwd: str | None,
         env: dict[str, str] | None,
         host_deadline: float | None,
+        guarded: bool = False,
     ) -> tuple[int | None, bytes, bytes, int]:
+        """Run ``argv``; ``guarded``: a wrapped command (see :meth:`_read_guarded`)."""
         exec_id = self._api_call(
             "exec",
             lambda: self._api.exec_create(
@@ -321,7 +326,12 @@ class DockerSandbox(Sandbox):
                 writer = threading.Thread(target=feed, daemon=True)
                 writer.start()
             try:
-                out_sink, err_sink = read_frames(sock, host_deadline)
+                if guarded:
+                    out_sink, err_sink, code = self._read_guarded(sock, host_deadline)
+                    if code is not None:
+                        return code, out_sink.value(), err_sink.value(), 0
+                else:
+                    out_sink, err_sink = read_frames(sock, host_deadline)
             except TimeoutError:
                 raise self._unavailable(
                     "exec did not return after its in-container timeout; the daemon or "
@@ -339,6 +349,40 @@ class DockerSandbox(Sandbox):
         info = self._api_call("exec", lambda: self._api.exec_inspect(exec_id))
         dropped = out_sink.dropped + err_sink.dropped
         return info.get("ExitCode"), out_sink.value(), err_sink.value(), dropped
+
+    def _read_guarded(
+        self, sock: socket.socket, host_deadline: float | None
+    ) -> tuple[CappedOutput, CappedOutput, int | None]:
+        """A wrapped command's stream. The wrapper and its ``timeout`` share the container
+        with the command, which may SIGSTOP them: every :data:`TICK_SEC` stopped ones are
+        continued, and a stream still open at the host's deadline in a container that answers
+        at once is the command's doing (its timeout, exit 124, every process of the container
+        but init killed), not a hung daemon. Third value: that 124, else None."""
+        try:
+            out, err = read_frames(sock, host_deadline, tick=self._continue_harness)
+            return out, err, None
+        except FramesTimeout as late:
+            try:
+                code, _, _, _ = self._raw_exec(
+                    ["true"], stdin=None, cwd="/", env=None, host_deadline=time.monotonic() + 20
+                )
+            except SandboxError:
+                code = None
+            if code != 0:
+                raise
+            self.stop_strays()
+            return late.out, late.err, 124
+
+    def _continue_harness(self) -> None:
+        """Continue stopped exec wrappers (see ``_exec.CONT_HARNESS``); best effort."""
+        with contextlib.suppress(SandboxError):
+            self._raw_exec(
+                ["sh", "-c", CONT_HARNESS],
+                stdin=None,
+                cwd="/",
+                env=None,
+                host_deadline=time.monotonic() + 20,
+            )
 
     def _oom_killed_since_last_check(self) -> bool:
         try:
@@ -377,6 +421,7 @@ class DockerSandbox(Sandbox):
             cwd=self._resolve(cwd) if cwd else self.workdir,
             env=env,
             host_deadline=host_deadline,
+            guarded=timeout is not None,
         )
         elapsed = time.monotonic() - start
         code = self._own_exit_code(code, argv)
