@@ -34,28 +34,48 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evoround.sandboxes.common import SandboxError
+from evoround.sandboxes.local._seccomp import STARTED
 
 MECHANISMS = ("bwrap", "unshare", "none")
 
-# Runs as the namespace's first process: cover the hidden paths with empty tmpfs mounts,
-# put this sandbox's own directory back (it may lie under a hidden path), make the covers
-# read-only, then become the command without any capability (as root it could otherwise
-# umount the covers). fd 9 keeps the sandbox directory reachable.
-NS_SCRIPT = r"""root="$1"; shift
-exec 9<"$root" || exit 125
-hidden=""
+# Runs as the namespace's first process (after the seccomp launcher, which hands it the
+# status descriptor): carries out the steps :func:`ns_steps` planned, three words each
+# (step, descriptor, path): "hold" opens a folder before the covers hide it, "cover" puts
+# an empty tmpfs over a hidden path, "bind"/"robind" put a held folder back (the
+# sandbox's own root, writable; the engine's Python where a cover hid it, read-only),
+# "ro" makes a cover read-only. Then, only if the program to run is there to be run, it
+# writes STARTED on the status descriptor (the harness's proof that the set-up and the
+# program are fine: a command that cannot even start is the harness's error, and no
+# command of the agent ever holds that descriptor) and becomes the command without any
+# capability (as root it could otherwise umount the covers); "keep" (the sandbox's
+# command runner, ``_runner``, which drops them for each command itself) keeps them.
+NS_SCRIPT = r"""status="$1"; caps="$2"; shift 2
 while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
-  if [ -d "$1" ]; then
-    mount -t tmpfs -o size=1m,mode=0755 evoround-hidden "$1" || exit 125
-    hidden="$hidden $1"
-  fi
-  shift
+  op="$1"; fd="$2"; p="$3"; shift 3
+  case "$op" in
+    hold) eval "exec $fd<\"\$p\"" || exit 125 ;;
+    cover) if [ -d "$p" ]; then
+             mount -t tmpfs -o size=1m,mode=0755 evoround-hidden "$p" || exit 125
+           fi ;;
+    bind) mkdir -p "$p" && mount --no-canonicalize --bind "/proc/self/fd/$fd" "$p" || exit 125
+          eval "exec $fd<&-" ;;
+    robind) mkdir -p "$p" && mount --no-canonicalize --bind "/proc/self/fd/$fd" "$p" || exit 125
+            mount -o remount,bind,ro "$p" || exit 125
+            eval "exec $fd<&-" ;;
+    ro) mount -o remount,ro evoround-hidden "$p" 2>/dev/null ;;
+  esac
 done
 shift
-mkdir -p "$root" && mount --no-canonicalize --bind /proc/self/fd/9 "$root" || exit 125
-exec 9<&-
-for h in $hidden; do mount -o remount,ro evoround-hidden "$h" 2>/dev/null; done
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+case "$1" in
+  */*) [ -f "$1" ] && [ -x "$1" ] ;;
+  *) command -v "$1" >/dev/null 2>&1 ;;
+esac || {
+  echo "evoround-ns: cannot execute $1: not found in the sandbox's view" >&2
+  exit 127
+}
+printf STARTED >&"$status"
+eval "exec $status>&-"
+if [ "$caps" = drop ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   exec setpriv --bounding-set=-all --inh-caps=-all -- "$@"
 fi
 exec "$@"
@@ -320,6 +340,7 @@ def bwrap_argv(
     search_path: str = "",
     seccomp_fd: int | None = None,
     show: Sequence[Path] = (),
+    keep_caps: bool = False,
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` in sandbox ``root`` (see the module).
 
@@ -328,13 +349,17 @@ def bwrap_argv(
 
     ``pid_namespace=False`` is for agents whose processes must outlive a command (a tmux
     server): the filesystem view is the same, but what a command leaves keeps running
-    (the scaffold stops its server when the attempt ends).
+    (the scaffold stops its server when the attempt ends). ``keep_caps`` is for the
+    sandbox's command runner (``_runner``), which drops them for each command itself.
     """
     tmp = root / "tmp"
     tmp.mkdir(exist_ok=True)
     out = _bwrap_namespaces(
         info_fd=info_fd, seccomp_fd=seccomp_fd, pid_namespace=pid_namespace, network=network
     )
+    if keep_caps:
+        out.remove("--cap-drop")
+        out.remove("ALL")
     out += [*host_view(), "--dev", "/dev", "--proc", "/proc"]
     shown = shown_dirs(argv, search_path, hidden)
     for keep in shown:  # before the covers: a cover inside one of them stays
@@ -343,15 +368,30 @@ def bwrap_argv(
     for c in covered:
         out += ["--tmpfs", c]
     out += ["--bind", str(tmp), "/tmp", "--bind", str(root), str(root)]
-    for keep in _interpreter_dirs():
-        if _under_tmp(keep) or any(h == keep or h in keep.parents for h in hidden):
-            # the engine's Python (the verifier runs it) lives where the view hides
-            out += ["--ro-bind", str(keep), str(keep)]
+    kept = [k for k in _interpreter_dirs() if _under_tmp(k)]
+    kept += [k for k in _hidden_interpreter_dirs(hidden) if k not in kept]
+    for keep in kept:  # the engine's Python (the verifier runs it) where the view hides it
+        out += ["--ro-bind", str(keep), str(keep)]
     for keep in show:
         out += ["--ro-bind", str(keep), str(keep)]
-    for c in [*covered, "/"]:  # the covers, and the view's own root folder
+    recovered = _inside_any(hidden, kept)  # a task folder inside the venv stays hidden
+    for c in recovered:
+        out += ["--tmpfs", c]
+    for c in [*covered, *recovered, "/"]:  # the covers, and the view's own root folder
         out += ["--remount-ro", c]
     return [*out, "--chdir", cwd, "--", *argv]
+
+
+def _hidden_interpreter_dirs(hidden: tuple[Path, ...]) -> list[Path]:
+    """The engine's Python folders that a cover over a hidden path would hide (a venv
+    beside the task folder, under the task's parent), outermost only."""
+    kept = [k for k in _interpreter_dirs() if any(h == k or h in k.parents for h in hidden)]
+    return [k for k in kept if not any(o in k.parents for o in kept)]
+
+
+def _inside_any(hidden: tuple[Path, ...], kept: list[Path]) -> list[str]:
+    """The hidden paths strictly inside a folder put back into view: covered again."""
+    return [str(h) for h in hidden if any(k in h.parents for k in kept)]
 
 
 def _bwrap_namespaces(
@@ -384,6 +424,34 @@ def _covered(hidden: tuple[Path, ...]) -> list[str]:
     return [str(h) for h in hidden if not _under_tmp(h) and not any(o in h.parents for o in hidden)]
 
 
+def ns_steps(root: Path, hidden: tuple[Path, ...], status_fd: int = -1) -> list[str]:
+    """The namespace script's steps (see ``NS_SCRIPT``): hold the sandbox's root and the
+    engine's Python folders a cover would hide, cover the hidden paths, put the root back
+    (writable) and the Python folders (read-only), cover again the hidden paths inside
+    those (a task folder inside the venv stays hidden), make the covers read-only.
+
+    Why the Python folders: the verifier runs the engine's interpreter, and a venv beside
+    the task folder lies under the task's parent, which is covered; without them the
+    verifier could not start wherever the task folder sits next to the install. The
+    script's descriptors are single digits, never ``status_fd``."""
+    fds = [str(n) for n in range(9, 2, -1) if n != status_fd]
+    kept = _hidden_interpreter_dirs(hidden)[: len(fds) - 1]
+    steps = ["hold", fds[0], str(root)]
+    for n, k in zip(fds[1:], kept, strict=False):
+        steps += ["hold", n, str(k)]
+    for h in hidden:
+        steps += ["cover", "-", str(h)]
+    steps += ["bind", fds[0], str(root)]
+    recovered = _inside_any(hidden, kept)
+    for n, k in zip(fds[1:], kept, strict=False):
+        steps += ["robind", n, str(k)]
+    for c in recovered:
+        steps += ["cover", "-", c]
+    for c in [*map(str, hidden), *recovered]:
+        steps += ["ro", "-", c]
+    return steps
+
+
 def unshare_argv(
     root: Path,
     hidden: tuple[Path, ...],
@@ -391,10 +459,12 @@ def unshare_argv(
     *,
     network: bool,
     launcher: Sequence[str] = (),
+    status_fd: int = -1,
+    keep_caps: bool = False,
 ) -> list[str]:
     """The util-linux ``unshare`` command line that runs ``argv`` (see ``NS_SCRIPT``);
     ``launcher`` (the seccomp filter's, see ``_seccomp``) runs first inside the
-    namespaces and becomes the script."""
+    namespaces and becomes the script, which reports on ``status_fd``."""
     ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"]
     if not network:
         ns.append("--net")
@@ -404,10 +474,11 @@ def unshare_argv(
         *launcher,
         "sh",
         "-c",
-        NS_SCRIPT,
+        NS_SCRIPT.replace("STARTED", STARTED.decode()),
         "evoround-ns",
-        str(root),
-        *[str(p) for p in hidden],
+        "3" if launcher else str(status_fd),  # the launcher moves it to 3
+        "keep" if keep_caps else "drop",
+        *ns_steps(root, hidden, 3 if launcher else status_fd),
         "--",
         *argv,
     ]

@@ -325,16 +325,17 @@ class LocalSandbox(Sandbox):
                 argv,
                 network=self.network,
                 launcher=launcher_argv(info_w),
+                status_fd=info_w,
             )
         return self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped
 
     def _not_started(self, res: ExecResult, bwrap: bool) -> SandboxError:
         """The harness's error when the mechanism could not start the command, with the
         mechanism's own complaint from stderr when there is one."""
-        tag = ("bwrap:", "bubblewrap") if bwrap else ("evoround-seccomp:", "unshare")
-        why = next((ln for ln in res.stderr.splitlines() if ln.startswith(tag[0])), "")
+        tag = ("bwrap:",) if bwrap else ("evoround-seccomp:", "evoround-ns:")
+        why = next((ln for ln in res.stderr.splitlines() if ln.startswith(tag)), "")
         return SandboxError(
-            f"sandbox {self.root.name}: {tag[1]} could not start the "
+            f"sandbox {self.root.name}: {'bubblewrap' if bwrap else 'unshare'} could not start the "
             f"command: {why or res.stderr.strip()[:300]}"
         )
 

@@ -73,10 +73,14 @@ def filter_fd() -> int:
 
 
 STARTED = b"filtered"
-"""What the launcher writes to its status descriptor once the filter is on."""
+"""What the namespace script (``_isolation.NS_SCRIPT``) writes on the status descriptor
+the launcher hands it, once the filter is on, the covers are up and the program to run
+is there: without it nothing of the command ran."""
 
 # Runs first in unshare's namespaces (as their pid 1, before the namespace script), then
 # becomes that script: the filter and no_new_privs hold for it and for everything it runs.
+# The status descriptor stays open for the script, as descriptor 3, which the script closes
+# before the command.
 # -I -S: no workspace module (a planted ctypes.py), no site-packages. What Python changes
 # at start is put back before exec: SIGPIPE and SIGXFSZ ignored (so `yes | head` would
 # complain), LC_CTYPE added when the locale is C (the environment from /proc/self/environ,
@@ -91,8 +95,9 @@ if libc.prctl(38, ul(1), ul(0), ul(0), ul(0)) or libc.prctl(
     sys.stderr.write("evoround-seccomp: cannot install the keyring filter: prctl: %s\n"
                      % os.strerror(ctypes.get_errno()))
     sys.exit(125)
-os.write(status, STARTED)
-os.close(status)
+if status != 3:  # the namespace script's status descriptor: a single digit for sh
+    os.dup2(status, 3)
+    os.close(status)
 for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
     _signal.signal(sig, _signal.SIG_DFL)
 try:
@@ -110,9 +115,10 @@ except OSError as e:
 
 def launcher_argv(status_fd: int) -> list[str]:
     """The words that put :func:`keyring_filter` (and ``no_new_privs``, as bubblewrap
-    sets) on the command that follows them; ``status_fd`` (inherited, closed before the
-    command runs) hears :data:`STARTED` once the filter is on: without it the command never
+    sets) on the command that follows them; ``status_fd`` (inherited, passed on to the namespace
+    script, which closes it before the command runs) hears :data:`STARTED` once the
+    filter is on and the command can start: without it the command never
     ran, and the sandbox says so as an error of the harness (as for bubblewrap)."""
     python = sys.executable or "python3"
-    code = _LAUNCH.replace("STARTED", repr(STARTED))
+    code = _LAUNCH
     return [python, "-I", "-S", "-c", code, keyring_filter().hex(), str(status_fd)]
