@@ -13,6 +13,8 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
+from evoround.pyast import parse as parse_ast
+
 SCRIPT_SUFFIXES = (".sh", ".bash")
 """Files run with bash (solve.sh, test.sh, setup.sh and their helpers)."""
 
@@ -47,7 +49,7 @@ def check_python(path: Path, text: str, test_module: bool) -> None:
     """A Python file of a pytest suite must parse; a test module must not skip itself
     unconditionally at module level (its tests would never run: the round checks nothing)."""
     try:
-        tree = ast.parse(text, filename=str(path))
+        tree = parse_ast(text, filename=str(path))
     except SyntaxError as e:
         raise AuthoringError(
             path, f"Python syntax error on line {e.lineno}: {e.msg} (pytest cannot import it)"

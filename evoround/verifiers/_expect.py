@@ -33,7 +33,7 @@ import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from evoround.verifiers._pyast import parse as parse_ast
+from evoround.pyast import parse as parse_ast
 
 EQUAL_METHODS = frozenset(
     {

@@ -450,21 +450,32 @@ def _twin_evidence(ch: Channel, twins: TwinPlan, absent: list[str] | None = None
     done = ch.end_rc in (0, EXIT_TESTS_FAILED) and ch.collected is not None
     for tw in twins.twins:
         mine, theirs = _twin_runs(ch, tw)
-        where = _where(tw)
-        forged = sorted(
-            k
-            for k, o in mine.items()
-            if o == "passed" and not _spared(ch, tw, k) and not _failed_fresh(ch, tw, k)
-        )
+        forged = _forged_instances(ch, tw, mine)
         if forged:
             out.append(
-                f"a failing twin of {where} (an altered copy no honest run "
+                f"a failing twin of {_where(tw)} (an altered copy no honest run "
                 f"can pass) was reported passed ({len(forged)} of {len(mine)} instances)"
             )
-        here = {p for f, c, p in mine if (f, c) == (tw.file, tw.cls)}
-        if not forged and done and theirs and (not here or (tw.fixed and here < theirs)):
-            gone.append(f"the failing twin of {where} never ran: tests were removed")
+        elif done and _twin_lost(tw, mine, theirs):
+            gone.append(f"the failing twin of {_where(tw)} never ran: tests were removed")
     return out
+
+
+def _forged_instances(
+    ch: Channel, tw: Twin, mine: dict[tuple[str, str, str], str]
+) -> list[tuple[str, str, str]]:
+    """The twin's instances reported passed where nothing excuses it."""
+    return sorted(
+        k
+        for k, o in mine.items()
+        if o == "passed" and not _spared(ch, tw, k) and not _failed_fresh(ch, tw, k)
+    )
+
+
+def _twin_lost(tw: Twin, mine: dict[tuple[str, str, str], str], theirs: set[str]) -> bool:
+    """Whether the twin is missing (or lost instances) where its original ran."""
+    here = {p for f, c, p in mine if (f, c) == (tw.file, tw.cls)}
+    return bool(theirs) and (not here or (tw.fixed and here < theirs))
 
 
 def _spared(ch: Channel, tw: Twin, where: tuple[str, str, str]) -> bool:

@@ -290,19 +290,10 @@ def run_script(
     cases = parse_cases(res.stdout, script)
     reading = _read_run(json_raw, txt_raw, cases, res, timeout, nonzero_exit, min_reward)
     rewards, error, problems = reading.rewards, reading.error, reading.problems
-    integrity = unsafe + list(cases.integrity) + guarded.evidence
-    if reading.claims_pass:  # evidence that counts only against a claimed pass (see _script_guard)
-        integrity += guarded.if_passing
+    integrity = _run_evidence(unsafe, cases, guarded, reading)
     reward = rewards.get("reward")
-    failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
-    if reward is not None and reward >= 1.0 and failed_cases:
-        integrity.append(f"reward {reward:g} while {len(failed_cases)} case(s) failed")
-    canary = canary_suite(_texts(tests)) if fresh is not None else None
-    if reading.claims_pass and not integrity and canary is not None and fresh is not None:
-        real_ids = {r.name.split(" [", 1)[0] for r in cases.results}
-        with fresh() as other:
-            results, claims = _run_canary(other, tests, canary, script, timeout, env, min_reward)
-        integrity += canary_evidence(canary, results, claims, real_ids)
+    if reading.claims_pass and not integrity and fresh is not None:
+        integrity += _canary_findings(fresh, tests, cases, script, timeout, env, min_reward)
     passed = reading.claims_pass and not integrity
     if artifacts is not None:
         log = (
@@ -326,6 +317,41 @@ def run_script(
         integrity=integrity,
         pass_threshold=min_reward,
     )
+
+
+def _run_evidence(
+    unsafe: list[str], cases: Cases, guarded: GuardReport, reading: _Reading
+) -> list[str]:
+    """What the run itself shows against a pass: unsafe reward files, inconsistent cases,
+    the guard's findings (some count only against a claimed pass, see _script_guard), and a
+    full reward beside failed cases."""
+    integrity = unsafe + list(cases.integrity) + guarded.evidence
+    if reading.claims_pass:
+        integrity += guarded.if_passing
+    reward = reading.rewards.get("reward")
+    failed_cases = [r for r in cases.results if r.outcome is not TestOutcome.passed]
+    if reward is not None and reward >= 1.0 and failed_cases:
+        integrity.append(f"reward {reward:g} while {len(failed_cases)} case(s) failed")
+    return integrity
+
+
+def _canary_findings(
+    fresh: Callable[[], AbstractContextManager[Sandbox]],
+    tests: list[ActiveTest],
+    cases: Cases,
+    script: str,
+    timeout: float,
+    env: dict[str, str] | None,
+    min_reward: float | dict[str, float],
+) -> list[str]:
+    """A claimed pass re-checked by the canary run in a fresh clone (none: no finding)."""
+    canary = canary_suite(_texts(tests))
+    if canary is None:
+        return []
+    real_ids = {r.name.split(" [", 1)[0] for r in cases.results}
+    with fresh() as other:
+        results, claims = _run_canary(other, tests, canary, script, timeout, env, min_reward)
+    return canary_evidence(canary, results, claims, real_ids)
 
 
 def _texts(tests: list[ActiveTest]) -> dict[str, str]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from evoround.pyast import parse as parse_ast
 from evoround.results import TestOutcome, TestResult
 
 
@@ -98,7 +99,7 @@ def canary_suite(sources: dict[str, str]) -> Canary | None:
         if not path.endswith(".py") or "CASE_RESULT" not in text:
             continue
         try:
-            tree = ast.parse(text)
+            tree = parse_ast(text)
         except (SyntaxError, ValueError):
             continue
         unpass = _Unpass()

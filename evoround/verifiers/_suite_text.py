@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from evoround.verifiers._pyast import parse as parse_ast
+from evoround.pyast import parse as parse_ast
 
 
 def expected_names(source: str) -> set[str]:

@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
+from evoround.pyast import parse as parse_ast
 from evoround.verifiers._expect import (
     EQUAL_METHODS,
     NO,
@@ -52,7 +53,6 @@ from evoround.verifiers._expect import (
     suite_values,
 )
 from evoround.verifiers._names import FileWords, Namer, file_words
-from evoround.verifiers._pyast import parse as parse_ast
 
 MAX_TWINS = 3
 

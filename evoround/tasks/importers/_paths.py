@@ -16,12 +16,13 @@ concatenation and every quote style keep working), with Harbor's path as the def
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from evoround.pyast import parse as parse_ast
 
 # Longest first: /logs/verifier must win over /logs.
 HARBOR_PATHS: tuple[tuple[str, str], ...] = (
@@ -329,7 +330,7 @@ def rewrite_python(source: str) -> str | None:
     (Harbor's path the default). None when the file cannot be rewritten safely (it does
     not parse, or the result would not): the caller leaves it as is and says so."""
     try:
-        ast.parse(source)
+        parse_ast(source)
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (SyntaxError, ValueError, tokenize.TokenError):
         return None
@@ -349,7 +350,7 @@ def rewrite_python(source: str) -> str | None:
     for a, b, new in reversed(edits):
         out = out[:a] + new + out[b:]
     try:
-        ast.parse(out)
+        parse_ast(out)
     except SyntaxError:
         return None
     return out

@@ -20,10 +20,12 @@ _LOCK = threading.Lock()
 
 
 @overload
-def parse(source: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+def parse(
+    source: str, mode: Literal["exec"] = "exec", filename: str = "<unknown>"
+) -> ast.Module: ...
 @overload
-def parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
-def parse(source: str, mode: str = "exec") -> ast.AST:
-    """``ast.parse(source, mode=mode)``, never two at once in this process."""
+def parse(source: str, mode: Literal["eval"], filename: str = "<unknown>") -> ast.Expression: ...
+def parse(source: str, mode: str = "exec", filename: str = "<unknown>") -> ast.AST:
+    """``ast.parse(source, filename, mode)``, never two at once in this process."""
     with _LOCK:
-        return ast.parse(source, mode=mode)
+        return ast.parse(source, filename=filename, mode=mode)
