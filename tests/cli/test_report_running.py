@@ -13,7 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from evoround.engine import LOCK_FILE
+from evoround.engine import LOCK_FILE, job_holder
+from evoround.view import JobIndex
 from tests.engine.test_resume_kill import cli, make_suite, n_records
 from tests.helpers import evoround_cli
 
@@ -24,6 +25,17 @@ def _report(job: Path, env: dict[str, str]) -> tuple[dict, str]:
     text = evoround_cli("report", "--no-html", "--resamples", "0", str(job), env=env)
     assert text.returncode == 0, text.stderr
     return json.loads(res.stdout)["jobs"][0], text.stdout
+
+
+def _viewer_says_running(job: Path) -> bool:
+    """What ``evoround view`` shows: the CLI hands the viewer the engine's holder check."""
+    index = JobIndex([job], running=lambda p: job_holder(p) is not None)
+    try:
+        entry = index.entry(0)
+        assert entry is not None
+        return entry.running
+    finally:
+        index.close()
 
 
 def test_report_on_a_running_job(tmp_path: Path) -> None:
@@ -49,6 +61,7 @@ def test_report_on_a_running_job(tmp_path: Path) -> None:
         line = next(ln for ln in text.splitlines() if ln.startswith("running:"))
         assert f"job job-live is running (pid {proc.pid} on host " in line
         assert "its figures are partial" in line
+        assert _viewer_says_running(job)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -56,3 +69,4 @@ def test_report_on_a_running_job(tmp_path: Path) -> None:
     data, text = _report(job, env)
     assert data["running"] is None and data["partial"] is False
     assert "running:" not in text
+    assert not _viewer_says_running(job)  # the stale lock is not a running job
