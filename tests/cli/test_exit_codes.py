@@ -188,6 +188,20 @@ def test_max_error_rate_tolerates_some_unevaluated_rounds() -> None:
 
 
 @pytest.mark.docker
+def test_a_failing_reference_solution_in_docker_is_a_task_error(tmp_path: Path, docker_client):
+    """The same in a container: SR rounds 2..4 need round 2's broken reference."""
+    root = _broken_round_2(tmp_path)
+    res = evoround("run", str(root), "--sandbox", "docker", "--mode", "sr", "--out",
+                   str(tmp_path / "runs"), "--job", "j", env={"EVOROUND_HOME": str(tmp_path / "h")})  # fmt: skip
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert _by_round(tmp_path / "runs" / "j") == {
+        ("sr", 1): RoundStatus.passed, ("sr", 2): RoundStatus.setup_error,
+        ("sr", 3): RoundStatus.setup_error, ("sr", 4): RoundStatus.setup_error,
+    }  # fmt: skip
+    assert "evoround tasks validate" in res.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.docker
 def test_dockerfile_that_does_not_build_is_exit_1(tmp_path: Path, docker_client) -> None:
     root = copy_counter(tmp_path)
     (root / "environment" / "Dockerfile").write_text(
