@@ -78,8 +78,9 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 TASK_ERRORS = frozenset({RoundStatus.verifier_error, RoundStatus.setup_error})
-"""Statuses where the task itself failed (its verifier gave no verdict, its set-up failed):
-not the agent's failure, so a job of them is not a clean score either (exit 1)."""
+"""Statuses where the task itself failed (its verifier gave no verdict, its set-up or its
+reference solution failed): not the agent's failure, so a job of them is not a clean score
+either (exit 1)."""
 NOT_EVALUATED = (
     frozenset({RoundStatus.infra, RoundStatus.model_api, RoundStatus.judge_error}) | TASK_ERRORS
 )
@@ -162,8 +163,11 @@ class Outcome:
             head = f"{n} of {self.rounds} rounds could not be evaluated"
         tail = f"; first error: {self.first_error}" if self.first_error else ""
         if any(s in self.not_evaluated for s in TASK_ERRORS):
-            tail += "; verifier_error/setup_error are task errors: check the task with "
-            tail += "`evoround tasks validate TASK`"
+            tail += (
+                "; verifier_error/setup_error are task errors (its verifier, set-up or "
+                "reference solution failed, not the agent): check the task with "
+                "`evoround tasks validate TASK_DIR`"
+            )
         return f"{head} ({why}){tail}"
 
 

@@ -191,6 +191,8 @@ def write_task(
     toml = f'[task]\nname = "{name}"\nactivity = "construction"\n'
     if environment:
         toml += "\n[environment]\n" + textwrap.dedent(environment)
+    for i in range(1, rounds + 1):  # the loader wants one table per round folder
+        toml += f'\n[[rounds]]\ntitle = "Add f{i}"\nchange_types = ["extension"]\n'
     (task / "task.toml").write_text(toml)
     if dockerfile is not None:
         (task / "environment").mkdir()

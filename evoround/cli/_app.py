@@ -263,8 +263,9 @@ def environment_error(e: OSError) -> str:
     """An environment OSError as one line naming the path and what to do (exit 2, not 3)."""
     where = e.filename or "a file"
     hint = {
-        errno.ENOSPC: "the disk is full: free space or choose another --out",
-        errno.EDQUOT: "the disk quota is exceeded: free space or choose another --out",
+        errno.ENOSPC: "the disk is full: free space or write elsewhere (--out, EVOROUND_HOME)",
+        errno.EDQUOT: "the disk quota is exceeded: free space or write elsewhere (--out, "
+        "EVOROUND_HOME)",
         errno.EROFS: "the file system is read-only: choose a writable folder",
     }.get(e.errno or 0, "check the folder's permissions (or EVOROUND_HOME / --out)")
     return f"cannot write {where}: {e.strerror or e} ({hint})"

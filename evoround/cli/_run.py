@@ -338,6 +338,7 @@ def _execute(request: RunRequest, flags: RunFlags, console: Console) -> RunResul
     from evoround import api
     from evoround.cli._plain import job_observer
     from evoround.engine import JobConfigMismatch, RunnerLost
+    from evoround.fileio import named
     from evoround.scaffolds import is_model_agent
     from evoround.scaffolds.proxy import ProxyError
     from evoround.tasks import TaskFormatError
@@ -356,6 +357,8 @@ def _execute(request: RunRequest, flags: RunFlags, console: Console) -> RunResul
         raise fail(str(e), console=console) from None
     except KeyboardInterrupt:
         _interrupted(request.job_dir, flags, console)
+    except OSError as e:  # a full disk mid-job names no file: the line names the job folder
+        raise named(e, request.job_dir) from None
     except RunnerLost as e:
         live.close()  # the process ends in _lost: close the display first
         _lost(request.job_dir, flags, console, str(e))

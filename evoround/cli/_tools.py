@@ -7,7 +7,7 @@ from typing import Annotated, Protocol, TypedDict
 
 import typer
 
-from evoround.cli._app import app, fail, out
+from evoround.cli._app import app, err, fail, out
 
 
 @app.command("replay-server", rich_help_panel="Develop")
@@ -82,17 +82,26 @@ def install_proxy() -> None:
     """Install the LiteLLM proxy that --proxy runs, now rather than on first use.
 
     It goes into its own venv under $EVOROUND_HOME/tools (its pinned dependencies clash
-    with the agents'), with the same LiteLLM version as evoround's. Needs PyPI once;
-    later runs are offline. Idempotent.
+    with the agents'), with the same LiteLLM version as evoround's. Takes a few minutes
+    and needs the package index once (a line per step on stderr, with the time since
+    the start); later runs are offline. Idempotent. Run it before the first --proxy run.
     """
     from evoround.scaffolds.proxy import ProxyError, proxy_python
     from evoround.settings import evoround_home
 
+    installed: list[str] = []
     try:
-        python = proxy_python(evoround_home())
+        python = proxy_python(evoround_home(), say=lambda line: _said(installed, line))
     except ProxyError as e:
         raise fail(str(e)) from None
-    out().print(f"LiteLLM proxy ready: {python}")
+    already = "" if installed else " (already installed)"
+    out().print(f"LiteLLM proxy ready{already}: {python}", markup=False, highlight=False)
+
+
+def _said(lines: list[str], line: str) -> None:
+    """A progress line of the install, on stderr at once (kept: were there any?)."""
+    lines.append(line)
+    err().print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("install-harbor", rich_help_panel="Develop")

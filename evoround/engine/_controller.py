@@ -55,6 +55,7 @@ from evoround.results import (
 from evoround.sandboxes import Sandbox, SandboxError, SandboxProvider
 from evoround.scaffolds import (
     AgentSession,
+    ReferenceSolutionError,
     RoundInput,
     RoundSetupError,
     RoundTrace,
@@ -162,6 +163,8 @@ def _run_agent(session: AgentSession, inp: RoundInput) -> tuple[RoundTrace, Roun
     """Run the agent's turn; harness failures and agent failures end up apart."""
     try:
         trace = session.run_round(inp)
+    except ReferenceSolutionError:
+        raise  # the oracle applied a broken reference: a task error, the executor records it
     except SandboxError as e:
         trace = RoundTrace(status=TraceStatus.error, error=f"sandbox: {e}")
         trace.events.append(TrajectoryEvent(type=EventType.error, content=str(e)))

@@ -35,7 +35,7 @@ from evoround.engine._retry import InfraFailure, infra_retries, retry_infra
 from evoround.engine._units import JobObserver, Unit
 from evoround.results import INFRA_STATUSES, Mode, ResultsWriter, RoundResult, RoundStatus
 from evoround.sandboxes import SandboxError
-from evoround.scaffolds import ReferenceSolutionError
+from evoround.scaffolds import ReferenceSolutionError, RoundSetupError
 
 log = logging.getLogger(__name__)
 """The engine's log (``evoround -v``: INFO, ``--debug``: DEBUG), to stderr through rich."""
@@ -55,6 +55,12 @@ class RunnerLost(RuntimeError):
 
 
 RecordFn = Callable[[RoundResult], None]
+
+TASK_FAULTS = (ReferenceSolutionError, RoundSetupError)
+"""Failures of the task itself before a round's agent could run: its reference solution (the
+oracle's turn, or a reference state an SR round or ``--rounds`` window starts from) or a
+round's set-up failed. Recorded once as ``setup_error`` (a task error): never retried, never
+``infra``, not re-run by ``--resume``/``--retry-failed``."""
 
 
 class UnitRunner(Protocol):
@@ -110,14 +116,14 @@ class Executor:
         *,
         observer: JobObserver,
         options: RunOptions,
-        make_infra_result: Callable[[Unit, int, Exception], RoundResult],
+        make_unrun_result: Callable[[Unit, int, Exception], RoundResult],
         on_abort: Callable[[], None] = lambda: None,
     ) -> None:
         self.runner = runner
         self.writer = writer
         self.observer = observer
         self.options = options
-        self.make_infra_result = make_infra_result
+        self.make_unrun_result = make_unrun_result
         self.on_abort = on_abort
         self._lock = threading.Lock()
         self._written = {r.key for r in existing}
@@ -217,15 +223,15 @@ class Executor:
             recorded = self._recorded(unit)
             try:
                 self.runner(unit, recorded, lambda r: self._record(unit, r, n >= last))
-            except ReferenceSolutionError as e:  # the task is broken: retrying cannot help
-                self._record(unit, self.make_infra_result(unit, self._next_round(unit), e), True)
+            except TASK_FAULTS as e:  # the task is broken: retrying cannot help
+                self._record(unit, self.make_unrun_result(unit, self._next_round(unit), e), True)
             except SandboxError as e:
                 if self.stopping.is_set():
                     raise JobStopping from e  # not recorded: the resume re-does this round
                 if n < last:
                     raise
                 if not isinstance(e, InfraFailure):  # set-up failed before a round was recorded
-                    result = self.make_infra_result(unit, self._next_round(unit), e)
+                    result = self.make_unrun_result(unit, self._next_round(unit), e)
                     self._record(unit, result, True)
                 elif e.result is not None:  # stopping: record the infra round as it is
                     self._record(unit, e.result, True)
@@ -375,7 +381,7 @@ class Executor:
         self._join(threads, time.monotonic() + 10)
 
 
-def infra_result(
+def unrun_result(
     job: str,
     agent: str,
     model: str | None,
@@ -384,7 +390,12 @@ def infra_result(
     round_index: int,
     error: Exception,
 ) -> RoundResult:
-    """The record of a unit that could not run a round for the harness's reasons."""
+    """The record of a unit that could not run a round: ``setup_error`` when the task is at
+    fault (:data:`TASK_FAULTS`), else ``infra`` (the harness's reasons)."""
+    if isinstance(error, TASK_FAULTS):
+        status, why = RoundStatus.setup_error, _task_fault(error)
+    else:
+        status, why = RoundStatus.infra, f"{type(error).__name__}: {error}"
     return RoundResult(
         job=job,
         task=unit.task.name,
@@ -397,11 +408,16 @@ def infra_result(
         model=model,
         sandbox=sandbox,
         passed=False,
-        status=RoundStatus.infra,
-        error=f"{type(error).__name__}: {error}",
+        status=status,
+        error=why,
         started_at=datetime.now(UTC),
         host=socket.gethostname(),
     )
+
+
+def _task_fault(error: Exception) -> str:
+    what = "reference solution" if isinstance(error, ReferenceSolutionError) else "set-up"
+    return f"task error (the task's {what} failed, not the agent): {error}"
 
 
 def job_results_path(job_dir: Path) -> Path:

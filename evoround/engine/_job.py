@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from evoround.engine._cluster import ClusterError
 from evoround.engine._controller import RunContext
-from evoround.engine._executor import Executor, RunOptions, UnitRunner, infra_result
+from evoround.engine._executor import Executor, RunOptions, UnitRunner, unrun_result
 from evoround.engine._joblock import job_lock
 from evoround.engine._limits import LimitedProvider, Limits
 from evoround.engine._resume import drop_infra_failures, set_aside_unusable
@@ -331,7 +331,7 @@ def _execute(job: _Job, observer: JobObserver, options: RunOptions, ray: RayRunn
         existing,
         observer=observer,
         options=options,
-        make_infra_result=lambda unit, rnd, e: infra_result(
+        make_unrun_result=lambda unit, rnd, e: unrun_result(
             job.job_dir.name, scaffold.name, scaffold.model, job.sandbox, unit, rnd, e
         ),
         on_abort=close,

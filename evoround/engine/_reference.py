@@ -22,10 +22,18 @@ single slot it would wait for a chain that waits for that slot.
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 from evoround.sandboxes import SandboxProvider
-from evoround.scaffolds import prepare_round, reference_apply, solution_env, stage_solutions
+from evoround.scaffolds import (
+    ReferenceSolutionError,
+    RoundSetupError,
+    prepare_round,
+    reference_apply,
+    solution_env,
+    stage_solutions,
+)
 from evoround.snapshots import Snapshot, SnapshotKind, SnapshotLabel, SnapshotStore
 from evoround.tasks import Task
 
@@ -41,6 +49,8 @@ class _Chain:
     error: BaseException | None = None
     failed_at: int = 0
     """The first round the error leaves without a state (its waiters get the error)."""
+    at: int = 0
+    """The round whose reference the chain is applying (0: none yet)."""
     done: bool = False
 
     def publish(self, round_index: int, snap: Snapshot) -> None:
@@ -57,6 +67,15 @@ holding the provider keeps it alive for as long as its entry exists (the chain's
 _CHAINS: dict[ChainKey, _Chain] = {}
 """Running chains; an entry lives from the chain's start to its end (``_run_chain``)."""
 _CHAINS_LOCK = threading.Lock()
+
+_BROKEN: weakref.WeakKeyDictionary[SandboxProvider, dict[str, tuple[int, BaseException]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Provider -> task digest -> (the first round left without a state, why): a task whose own
+reference solution or round set-up failed in this provider (one job's run). Every later
+state needs that round, so asking for one raises at once instead of building the chain
+again (a container and a replay per SR round on Docker). Only the task's faults are kept (a
+harness failure may pass on a retry); a new run, or an edited task, tries again."""
 
 
 def _valid(
@@ -92,13 +111,18 @@ def reference_snapshot(
     When it must be built, the states after ``round_index + 1 .. upto`` are built in the
     same sandbox too (SR needs every one of them: a later round then finds its start cached
     instead of opening a sandbox of its own), on the chain's thread, after this returns.
-    A reference solution that fails raises here for every state it leaves unbuilt.
+    A reference solution (or a round's set-up) that fails raises here for every state it
+    leaves unbuilt: :class:`ReferenceSolutionError` (:class:`RoundSetupError`), a task error.
     """
     if round_index == 0:
         return None
     hit = _valid(task, round_index, provider, store)
     if hit is not None:
         return hit
+    with _CHAINS_LOCK:
+        broken = _BROKEN.get(provider, {}).get(task.digest)
+    if broken is not None and broken[0] <= round_index:
+        raise broken[1]
     last = max(round_index, upto or 0)
     key: ChainKey = (provider, str(store.root), provider.name, task.digest)
     while True:
@@ -136,7 +160,10 @@ def _run_chain(
     except BaseException as e:  # noqa: BLE001 - handed to the states' waiters
         with chain.cond:
             chain.error = e
-            chain.failed_at = max(chain.built, default=0) + 1
+            chain.failed_at = chain.at or max(chain.built, default=0) + 1
+        if isinstance(e, (ReferenceSolutionError, RoundSetupError)):
+            with _CHAINS_LOCK:
+                _BROKEN.setdefault(provider, {})[task.digest] = (chain.failed_at, e)
     finally:
         with _CHAINS_LOCK:
             if _CHAINS.get(key) is chain:
@@ -177,6 +204,7 @@ def _build(
                 cached = _cached(task, j, provider, store)
                 if cached is not None and j > round_index:
                     break  # someone built the rest (an earlier, shorter chain reached here)
+                chain.at = j
                 prepare_round(sb, task, task.round(j))
                 reference_apply(
                     sb,

@@ -34,7 +34,7 @@ from evoround.engine._job import BaseImageUnavailable, run_job
 from evoround.engine._reference import reference_snapshot
 from evoround.results import Mode, RoundResult, TestOutcome, VerifierOutcome, read_results
 from evoround.sandboxes import SandboxError, SandboxProvider, make_provider
-from evoround.scaffolds import NopScaffold, OracleScaffold
+from evoround.scaffolds import NopScaffold, OracleScaffold, RoundSetupError
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import (
     ActiveTest,
@@ -512,7 +512,7 @@ def validate_task(
             _check_determinism(report, task, provider, store, records, repeat)
         finally:
             provider.close()
-    except SandboxError as e:  # a reference solution that does not even apply
+    except (SandboxError, RoundSetupError) as e:  # a reference (or set-up) that does not apply
         report.add("oracle_mt", Status.fail, f"{type(e).__name__}: {e}")
     except BaseImageUnavailable as e:  # nothing ran: the task's base image cannot be had
         report.add("oracle_mt", Status.fail, str(e))

@@ -42,10 +42,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
+from evoround.fileio import named
 from evoround.results import JobView, Mode, RoundResult, RoundStatus
 from evoround.tasks import TaskFormatError, load_task
 
@@ -146,7 +148,11 @@ def _case_lines(r: RoundResult) -> str:
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:  # a full disk names no file: the line the CLI prints names it
+        named(e, path)
+        raise
 
 
 def _toml_list(items: list[str]) -> str:
@@ -453,7 +459,25 @@ def export_job(view: JobView, fmt: str, out: Path, attempts: int | None = None) 
             f"task name {clash[0]!r} is also a folder name on the export's paths; the "
             "benchmark's scripts would misattribute trials: export to another folder"
         )
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    if fmt == "evocodebench":
-        return export_evocodebench(view, out, attempts)
-    return export_multiturn(view, out, attempts)
+    try:
+        if fmt == "evocodebench":
+            return export_evocodebench(view, out, attempts)
+        return export_multiturn(view, out, attempts)
+    except BaseException:  # a full disk, a read-only folder, an interrupt: no half export
+        _undo(out, created)
+        raise
+
+
+def _undo(out: Path, created: bool) -> None:
+    """Remove what a failed export wrote: ``out`` itself if it made it, else its content
+    (it was empty before)."""
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for child in out.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)

@@ -65,13 +65,15 @@ def _first_failure(view: JobView, m: Metrics) -> dict[str, Any]:
     absolute: Counter[str] = Counter()
     normalised = [0] * len(FF_BINS)
     completed = 0
+    window = view.config.rounds_window
+    first = window[0] if window else 1  # under --rounds A-B, t.n_rounds counts A..B only
     for t in m.tasks:
         for f in t.first_failure:
             if f is None:
                 completed += 1
                 continue
             absolute[str(f)] += 1
-            x = f / t.n_rounds
+            x = (f - first + 1) / t.n_rounds
             idx = next(j for j, (lo, hi) in enumerate(FF_BINS) if lo < x <= hi or j == 0 and x == 0)
             normalised[idx] += 1
     return {

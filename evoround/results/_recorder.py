@@ -12,6 +12,7 @@ problems and counts neither (the first record of a key is the record).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -19,12 +20,15 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import jsonlines
 from pydantic import ValidationError
 
+from evoround.fileio import named
 from evoround.results._records import RoundResult
 
 Key = tuple[str, str, int, int]
+
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
+"""How a record is written (jsonlines' default, the format of every results file so far)."""
 
 UNREADABLE = "skipped unreadable record"
 DUPLICATE = "skipped duplicate record"
@@ -46,8 +50,8 @@ class ResultsWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._heal_torn_tail()
         self._lock = threading.Lock()
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the writer
-        self._writer = jsonlines.Writer(self._fh, flush=True)
+        # unbuffered: a write that fails leaves nothing pending for a later flush to add
+        self._fh = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the writer
         self._keys: set[Key] = set()
         self._seen = 0
         """Bytes of the file whose keys are in ``_keys``."""
@@ -86,17 +90,32 @@ class ResultsWriter:
                     raise DuplicateRecord(
                         f"{self.path}: {_key_text(result.key)} is already recorded"
                     )
-                self._writer.write(json.loads(result.model_dump_json()))
-                os.fsync(self._fh.fileno())
+                self._write_line(_LINE.encode(json.loads(result.model_dump_json())) + "\n")
                 self._keys.add(result.key)
                 self._seen = os.fstat(self._fh.fileno()).st_size
             finally:
                 fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
 
+    def _write_line(self, line: str) -> None:
+        """Append ``line`` whole and fsync it; if the disk is full (or anything fails) the
+        part written is cut off again, so the file keeps only whole records, and the
+        OSError names the file."""
+        fd = self._fh.fileno()
+        before = os.fstat(fd).st_size
+        data = memoryview(line.encode())
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, before)
+            named(e, self.path)
+            raise
+
     def close(self) -> None:
         with self._lock:
             if not self._fh.closed:
-                self._writer.close()
                 self._fh.close()
 
 

@@ -46,7 +46,9 @@ class RoundStatus(StrEnum):
     exit 0 did not): not scored as a fail of the agent's work, yet the round is not passed."""
     setup_error = "setup_error"
     """The round's own set-up (``workdir/setup.sh`` or its healthcheck) failed before the
-    agent ran: the task or its environment is at fault; the attempt stops."""
+    agent ran, or the task's reference solution failed (the oracle's turn, or the reference
+    state an SR round or a ``--rounds`` window starts from): the task or its environment is
+    at fault, not the agent; never retried; the attempt stops."""
     integrity_violation = "integrity_violation"
     """The verifier caught the round forging its grade (a control test reported wrong, a
     report that disagrees with the harness's own record, tests removed from the run, ...).

@@ -90,7 +90,8 @@ def reference_apply(
             sandbox.exec(["rm", "-rf", dest], timeout=60)
     if not res.ok:
         raise ReferenceSolutionError(
-            f"{round_.dir}/solution/solve.sh exited {res.exit_code}: {res.stderr[-500:]}"
+            f"{round_.dir}/solution/solve.sh exited {res.exit_code}: "
+            f"{(res.stderr.strip() or res.stdout.strip())[-500:]}"
         )
     return res
 

@@ -22,7 +22,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from evoround.deadline import check as check_deadline
-from evoround.fileio import atomic_write, file_lock
+from evoround.fileio import atomic_write, file_lock, temp_beside
 from evoround.snapshots._model import ManifestEntry, Snapshot, SnapshotKind, SnapshotLabel
 from evoround.snapshots._tree import READ_CAP, SnapshotTree, read_capped
 from evoround.snapshots._walk import TreeError, walk
@@ -247,9 +247,9 @@ class SnapshotStore:
                 blob = self._blob(digest)
                 if not blob.exists():
                     blob.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = blob.with_name(f".{digest}.{uuid.uuid4().hex}.tmp")
-                    _copy_fd(e.fd, tmp)
-                    os.replace(tmp, blob)
+                    with temp_beside(blob) as tmp:  # a full disk leaves no partial blob
+                        _copy_fd(e.fd, tmp)
+                        os.replace(tmp, blob)
                 mode = stat.S_IMODE(st.st_mode) & mode_mask
                 entries.append({"path": e.rel, "type": "file", "sha256": digest, "mode": mode})
                 total += st.st_size

@@ -1,7 +1,7 @@
 """The exit-code contract a CI job relies on, and the resume command evoround prints.
 
 0: every attempt evaluated; 1: the job finished but some rounds were not evaluated
-(infra, model_api, judge errors); 2: usage or task error, nothing ran; 130: interrupted.
+(infra, model_api, judge errors, task errors); 2: usage or task error, nothing ran; 130: interrupted.
 The CLI in-process through its entry point (real processes where a signal or the printed
 resume command needs one), the real replay server over HTTP, real pytest verification.
 """
@@ -38,24 +38,73 @@ def _statuses(job: Path) -> set[RoundStatus]:
     return {r.status for r in read_results(job / "results.jsonl")[0]}
 
 
-def test_every_round_infra_is_exit_1_with_the_reason(tmp_path: Path) -> None:
-    """A reference solution that fails (solve.sh exits 1): nothing was evaluated."""
+def _broken_round_2(tmp_path: Path, log: Path | None = None) -> Path:
+    """The counter task whose round-2 reference solution fails (solve.sh exits 3), each run
+    noted in ``log`` (a host file: the test runs without local isolation)."""
     root = copy_counter(tmp_path)
-    sol = root / "rounds" / "01" / "solution"
+    sol = root / "rounds" / "02" / "solution"
     shutil.rmtree(sol / "files")
-    (sol / "solve.sh").write_text("#!/bin/bash\necho broken >&2\nexit 1\n")
+    note = f"echo ran >> {log}\n" if log else ""
+    (sol / "solve.sh").write_text(f"#!/bin/bash\n{note}echo broken >&2\nexit 3\n")
+    return root
+
+
+def _by_round(job: Path) -> dict[tuple[str, int], RoundStatus]:
+    return {(r.mode.value, r.round): r.status for r in read_results(job / "results.jsonl")[0]}
+
+
+def test_a_failing_reference_solution_is_a_task_error_not_infra(tmp_path: Path) -> None:
+    """The oracle's turn (MT and SR round 2) and the reference states SR rounds 3 and 4
+    start from all need round 2's broken solve.sh: every one is ``setup_error`` (a task
+    error), recorded at once (never retried as infra), and the job exits 1 pointing at
+    `evoround tasks validate`."""
+    root = _broken_round_2(tmp_path)
     job = tmp_path / "runs" / "j"
     res = evoround("run", str(root), "--out", str(tmp_path / "runs"), "--job", "j",
-                   "--retry-on-error", "0", "--max-error-rate", "1",
                    env={"EVOROUND_INFRA_RETRIES": "5", "EVOROUND_HOME": str(tmp_path / "h")})  # fmt: skip
     assert res.returncode == 1, res.stderr[-2000:]
-    assert _statuses(job) == {RoundStatus.infra}
-    # --retry-on-error 0 (over EVOROUND_INFRA_RETRIES=5): one try per attempt, no retry
-    assert "infra retry" not in res.stderr
-    # --max-error-rate 1 tolerates errors, but a job of nothing still exits 1
+    broken = RoundStatus.setup_error
+    assert _by_round(job) == {
+        ("mt", 1): RoundStatus.passed, ("mt", 2): broken,
+        ("sr", 1): RoundStatus.passed, ("sr", 2): broken, ("sr", 3): broken, ("sr", 4): broken,
+    }  # fmt: skip
+    assert "retry" not in res.stderr and "infra" not in res.stderr
     line = res.stderr.strip().splitlines()[-1]
-    assert "nothing was evaluated" in line and "infra" in line, line
+    assert "4 setup_error" in line and "task errors" in line, line
+    assert "rounds/02/solution/solve.sh exited 3" in line, line
+    assert "evoround tasks validate" in line, line
     assert "Traceback" not in res.stderr
+
+
+def test_a_broken_reference_is_run_once_per_job_and_charged_to_the_task(tmp_path: Path) -> None:
+    """nop in SR: round 2 starts from round 1's reference (the agent's own failure); rounds
+    3 and 4 need round 2's broken one: both task errors, from one run of it."""
+    ran = tmp_path / "ran"
+    root = _broken_round_2(tmp_path, ran)
+    res = evoround("run", str(root), "--agent", "nop", "--mode", "sr", "--out",
+                   str(tmp_path / "runs"), "--job", "j",
+                   env={"EVOROUND_LOCAL_ISOLATION": "none", "EVOROUND_HOME": str(tmp_path / "h")})  # fmt: skip
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert _by_round(tmp_path / "runs" / "j") == {
+        ("sr", 1): RoundStatus.failed, ("sr", 2): RoundStatus.failed,
+        ("sr", 3): RoundStatus.setup_error, ("sr", 4): RoundStatus.setup_error,
+    }  # fmt: skip
+    assert ran.read_text().splitlines() == ["ran"]
+
+
+def test_a_failing_round_set_up_under_a_reference_state_is_a_task_error(tmp_path: Path) -> None:
+    """Round 2's workdir/setup.sh fails: SR round 2 (its own set-up) and SR rounds 3, 4 (the
+    reference states they start from replay it) are ``setup_error``; exit 1, not 3."""
+    root = copy_counter(tmp_path)
+    (root / "rounds" / "02" / "workdir").mkdir()
+    (root / "rounds" / "02" / "workdir" / "setup.sh").write_text("echo no >&2\nexit 1\n")
+    res = evoround("run", str(root), "--mode", "sr", "--out", str(tmp_path / "runs"),
+                   "--job", "j", env={"EVOROUND_HOME": str(tmp_path / "h")})  # fmt: skip
+    assert res.returncode == 1, res.stderr[-2000:]
+    statuses = _by_round(tmp_path / "runs" / "j")
+    assert statuses.pop(("sr", 1)) is RoundStatus.passed
+    assert set(statuses.values()) == {RoundStatus.setup_error} and len(statuses) == 3
+    assert "evoround bug" not in res.stderr and "Traceback" not in res.stderr
 
 
 def test_every_round_model_api_is_exit_1(tmp_path: Path) -> None:
@@ -136,6 +185,20 @@ def test_max_error_rate_tolerates_some_unevaluated_rounds() -> None:
     assert nothing.summary() == "nothing was evaluated: all 2 rounds (2 infra)"
     clean = Outcome(rounds=3, not_evaluated=Counter(), first_error=None)
     assert clean.code_at(0.0) == 0 and clean.summary() is None
+
+
+@pytest.mark.docker
+def test_a_failing_reference_solution_in_docker_is_a_task_error(tmp_path: Path, docker_client):
+    """The same in a container: SR rounds 2..4 need round 2's broken reference."""
+    root = _broken_round_2(tmp_path)
+    res = evoround("run", str(root), "--sandbox", "docker", "--mode", "sr", "--out",
+                   str(tmp_path / "runs"), "--job", "j", env={"EVOROUND_HOME": str(tmp_path / "h")})  # fmt: skip
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert _by_round(tmp_path / "runs" / "j") == {
+        ("sr", 1): RoundStatus.passed, ("sr", 2): RoundStatus.setup_error,
+        ("sr", 3): RoundStatus.setup_error, ("sr", 4): RoundStatus.setup_error,
+    }  # fmt: skip
+    assert "evoround tasks validate" in res.stderr.strip().splitlines()[-1]
 
 
 @pytest.mark.docker

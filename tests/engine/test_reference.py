@@ -19,7 +19,11 @@ def _task(tmp_path: Path, rounds: int = 3) -> Task:
     root = tmp_path / "refs"
     (root / "workspace").mkdir(parents=True)
     (root / "workspace" / "README.md").write_text("x\n")
-    (root / "task.toml").write_text('[task]\nname = "refs"\nactivity = "construction"\n')
+    tables = "".join(
+        f'[[rounds]]\ntitle = "Add f{i}"\nchange_types = ["extension"]\n\n'
+        for i in range(1, rounds + 1)
+    )
+    (root / "task.toml").write_text(f'[task]\nname = "refs"\nactivity = "construction"\n\n{tables}')
     for i in range(1, rounds + 1):
         d = root / "rounds" / f"{i:02d}"
         (d / "solution").mkdir(parents=True)

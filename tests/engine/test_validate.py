@@ -109,6 +109,23 @@ def test_oracle_that_fails_is_reported_per_round(make_task: Callable[..., Path],
     assert ("oracle_mt", 1) not in bad
 
 
+@pytest.mark.parametrize("broken", ["solution/solve.sh", "workdir/setup.sh"])
+def test_a_reference_or_set_up_that_fails_to_run_is_a_finding_not_a_crash(
+    make_task: Callable[..., Path], tmp_path: Path, broken: str
+):
+    """Round 2's solve.sh (or its workdir/setup.sh) exits 1: the oracle's rounds 2.. are
+    task errors, each finding names the script; validate reports, never crashes (exit 3)."""
+    task = make_task(name="norun", rounds=3)
+    script = task / "rounds/02" / broken
+    script.parent.mkdir(exist_ok=True)
+    script.write_text("echo broken >&2\nexit 1\n")
+    report = validate_task(task, repeat=1, work_dir=tmp_path / "work")
+    bad = failures(report)
+    assert {(c, r) for c, r, _ in bad} >= {("oracle_mt", 2), ("oracle_sr", 2), ("oracle_sr", 3)}
+    assert all(broken in m for _, r, m in bad if r != 1), bad
+    assert all(r != 1 for _, r, _ in bad) and not report.ok
+
+
 def test_schema_error_names_file_and_field(make_task: Callable[..., Path], tmp_path: Path):
     task = make_task(name="typo")
     toml = (task / "task.toml").read_text().replace("construction", "constructoin")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sys
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -221,7 +223,7 @@ def test_cli_proxy_run_and_a_killed_engine_leave_no_proxy_behind(tmp_path: Path)
 
 
 def test_the_proxy_extra_is_spelled_out_from_litellms_own_metadata():
-    from evoround.scaffolds.proxy._proxy import litellm_version, proxy_requirements
+    from evoround.scaffolds.proxy._install import litellm_version, proxy_requirements
 
     reqs = proxy_requirements()
     names = {r.split("=")[0].split(">")[0].split("<")[0].split("[")[0] for r in reqs}
@@ -236,7 +238,7 @@ def test_a_requirement_missing_from_the_index_is_dropped_and_the_rest_installed(
 ):
     """pip stand-in that fails as pip does while ``litellm-proxy`` is asked for; any
     other failure is still an error."""
-    from evoround.scaffolds.proxy import ProxyError, _proxy
+    from evoround.scaffolds.proxy import ProxyError, _install
 
     calls = tmp_path / "calls"
     fake = tmp_path / "python"
@@ -250,13 +252,41 @@ def test_a_requirement_missing_from_the_index_is_dropped_and_the_rest_installed(
     )
     fake.chmod(0o755)
     reqs = ["litellm==9.9.9", "litellm-proxy==9.9.9", "uvicorn<1.0,>=0.33"]
-    monkeypatch.setattr(_proxy, "proxy_requirements", lambda: reqs)
-    _proxy._pip_install_proxy(fake, "9.9.9")
+    monkeypatch.setattr(_install, "proxy_requirements", lambda: reqs)
+    _install._pip_install_proxy(fake, "9.9.9")
     runs = calls.read_text().splitlines()
     assert len(runs) == 2 and "litellm-proxy==" in runs[0]
     assert "litellm-proxy==" not in runs[1] and "uvicorn" in runs[1]
     assert "litellm-proxy==9.9.9 (from litellm[proxy]) is not on" in capfd.readouterr().err
 
-    monkeypatch.setattr(_proxy, "proxy_requirements", lambda: [*reqs[:1], "broken==1"])
+    monkeypatch.setattr(_install, "proxy_requirements", lambda: [*reqs[:1], "broken==1"])
     with pytest.raises(ProxyError, match="resolution impossible"):
-        _proxy._pip_install_proxy(fake, "9.9.9")
+        _install._pip_install_proxy(fake, "9.9.9")
+
+
+def test_the_install_says_each_step_with_its_time_and_beats_while_pip_runs(tmp_path: Path):
+    """A slow pip (a stand-in that sleeps) in a CI log: a line when a step starts, a line
+    every heartbeat while it runs, a line with its duration when it ends; each line
+    stamped with the time since the install began."""
+    from evoround.scaffolds.proxy._install import Steps
+
+    slow = tmp_path / "python"
+    slow.write_text("#!/bin/sh\nsleep 1.2\necho done\n")
+    slow.chmod(0o755)
+    lines: list[str] = []
+    res = Steps(lines.append, heartbeat=0.5).run([str(slow)], "step 2/3: pip install")
+    assert res.returncode == 0 and res.stdout == "done\n"  # the output is all there
+    assert lines[0] == "evoround: [0:00] step 2/3: pip install ..."
+    beats = [ln for ln in lines if "still running" in ln]
+    assert len(beats) >= 2 and all(ln.startswith("evoround: [0:0") for ln in beats), lines
+    assert re.fullmatch(r"evoround: \[0:01\] step 2/3: pip install: done in 1\.\d s", lines[-1])
+
+
+def test_install_proxy_says_when_there_was_nothing_to_do(tmp_path: Path):
+    """Installed already (EVOROUND_PROXY_PYTHON names one): no step, one line, exit 0."""
+    from tests.helpers import evoround_cli
+
+    res = evoround_cli("install-proxy", env={"EVOROUND_PROXY_PYTHON": sys.executable})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"LiteLLM proxy ready (already installed): {sys.executable}"
+    assert res.stderr.strip() == ""

@@ -253,6 +253,11 @@ def test_rounds_window_fast_forwards_earlier_rounds(tmp_path: Path):
     for r in nop.records:
         assert (r.round, r.tests_passed, r.tests_total, r.passed) == (2, 1, 4, False)
     assert nop.records[0].parent_snapshot_id is not None
+    # the first-failure chart places round 2 of a window 2-2 at its end (1/1), not at 2/1
+    from evoround.reports import build_report
+
+    [ff] = build_report([nop])["figures"]["first_failure"]["series"]
+    assert ff["by_round"] == {"2": 1} and ff["normalised_bins"][-1]["attempts"] == 1
 
 
 def test_rounds_window_cli_errors(tmp_path: Path):

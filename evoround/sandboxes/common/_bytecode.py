@@ -37,7 +37,7 @@ import threading
 from pathlib import Path
 
 PREPARE = r"""
-import importlib.util, io, os, py_compile, sys, sysconfig, tempfile
+import errno, importlib.util, io, marshal, os, py_compile, sys, sysconfig, tempfile
 target, maps = sys.argv[1], [a.split("=", 1) for a in sys.argv[2:]]
 roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
 roots |= {os.path.realpath(p) for p in sysconfig.get_paths().values()}
@@ -77,13 +77,23 @@ for name, mod in list(sys.modules.items()):
         continue
     wheres = [src] + [to + src[len(fro):] for fro, to in maps if src.startswith(fro)]
     for where in wheres:
+        cfile = importlib.util.cache_from_source(where)
         try:
-            py_compile.compile(src, cfile=importlib.util.cache_from_source(where), dfile=where,
-                               doraise=True,
+            py_compile.compile(src, cfile=cfile, dfile=where, doraise=True,
                                invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-            done += 1
+        except OSError as e:  # a full disk: no cache at all rather than part of one
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                sys.exit(1)
+            continue
         except Exception:
-            pass
+            continue
+        with open(cfile, "rb") as f:  # a nearly full disk cuts a write short silently
+            data = f.read()
+        try:
+            marshal.loads(data[16:])
+        except Exception:
+            sys.exit(1)  # a cut .pyc fails the import that reads it: never install one
+        done += 1
 print(done)
 """
 """The filler (see the module docstring); prints how many files it compiled."""

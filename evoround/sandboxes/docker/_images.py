@@ -518,15 +518,17 @@ def _build_context(plan: _BuildPlan) -> Iterator[Path]:
         yield plan.context
         return
     tmp = tempfile.mkdtemp(prefix="evoround-ctx-")
-    build_dir = Path(tmp) / "ctx"
-    shutil.copytree(plan.context, build_dir, symlinks=True)
-    text = (build_dir / plan.dockerfile).read_text(encoding="utf-8")
-    text = _FROM.sub(
-        lambda m: m.group(1) + m.group(2) + plan.rewrites.get(m.group(3), m.group(3)) + m.group(4),
-        text,
-    )
-    (build_dir / plan.dockerfile).write_text(text, encoding="utf-8")
-    try:
+    try:  # from here on: a full disk while copying leaves no half copy behind either
+        build_dir = Path(tmp) / "ctx"
+        shutil.copytree(plan.context, build_dir, symlinks=True)
+        text = (build_dir / plan.dockerfile).read_text(encoding="utf-8")
+        text = _FROM.sub(
+            lambda m: (
+                m.group(1) + m.group(2) + plan.rewrites.get(m.group(3), m.group(3)) + m.group(4)
+            ),
+            text,
+        )
+        (build_dir / plan.dockerfile).write_text(text, encoding="utf-8")
         yield build_dir
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

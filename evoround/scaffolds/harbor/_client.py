@@ -39,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from evoround.fileio import atomic_write
 from evoround.results import EventType, TrajectoryEvent
 from evoround.sandboxes import Sandbox, SandboxError
 from evoround.scaffolds.harbor._atif import MAIN_FILE, atif_events, context_usage
@@ -447,9 +448,7 @@ class HarborSession(AgentSession):
             "rounds_done": self.rounds_done,
             "bridge": state,
         }
-        tmp = state_dir / f".{STATE_FILE}.tmp"
-        tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-        os.replace(tmp, state_dir / STATE_FILE)
+        atomic_write(state_dir / STATE_FILE, json.dumps(doc, indent=1))
 
     def restore_state(self, state_dir: Path) -> None:
         if self.cfg.continuation == "native":

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evoround.fileio import file_lock
+from evoround.fileio import atomic_write, file_lock
 from evoround.sandboxes.docker import trim_rootfs
 from evoround.settings import settings
 
@@ -94,10 +94,7 @@ class HarborRuntime:
             host_dir, seen_dir = self.bridge_dir, str(self.bridge_dir)
         target = host_dir / name
         if not target.is_file() or target.read_bytes() != data:
-            host_dir.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
+            atomic_write(target, data)
         return f"{seen_dir}/{name}"
 
     def argv(self, *args: str) -> list[str]:

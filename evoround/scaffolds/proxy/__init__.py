@@ -2,13 +2,12 @@
 logger inside it that records every call once.
 """
 
+from evoround.scaffolds.proxy._install import ProxyError, proxy_python
 from evoround.scaffolds.proxy._proxy import (
     ModelProxy,
-    ProxyError,
     call_usage,
     fold_calls,
     proxy_headers,
-    proxy_python,
     write_calls,
 )
 

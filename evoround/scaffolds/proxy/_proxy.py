@@ -12,7 +12,8 @@ calls that failed.
   ``$EVOROUND_HOME/tools``, built on first use with the same LiteLLM version as
   ours (one time, needs PyPI; ``EVOROUND_PROXY_PYTHON`` points at an existing one).
   The ``proxy`` extra is installed requirement by requirement, because from
-  1.110.0 on it names a ``litellm-proxy`` that is not on PyPI.
+  1.110.0 on it names a ``litellm-proxy`` that is not on PyPI; the install shows its
+  progress, a line per step (:mod:`evoround.scaffolds.proxy._install`).
 - **Routing.** ``--model``/``--api-base`` become the proxy's upstream; agents get
   the proxy's URL and a per-job master key instead. ``num_retries`` is 0 in the
   proxy, so a 500 reaches the agent, whose own retry is a second, separate call.
@@ -26,15 +27,12 @@ calls that failed.
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import json
 import os
-import re
 import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -47,120 +45,14 @@ import httpx
 import yaml
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from evoround.fileio import atomic_write, file_lock
+from evoround.fileio import atomic_write
 from evoround.results import EventType, ModelUsage, TrajectoryEvent, truncate
-from evoround.settings import evoround_home, settings
+from evoround.scaffolds.proxy._install import ProxyError, proxy_python
+from evoround.settings import evoround_home
 
 CALLBACK_MODULE = "evoround_proxy_callback"
 CALLBACK_FILE = Path(__file__).with_name("_callback.py")
 START_TIMEOUT_SEC = 120.0
-
-
-class ProxyError(RuntimeError):
-    """The proxy could not be installed or started."""
-
-
-def litellm_version() -> str:
-    """The proxy runs the same litellm as evoround; without it (a lean install) there is
-    no version to pin."""
-    try:
-        return importlib.metadata.version("litellm")
-    except importlib.metadata.PackageNotFoundError:
-        raise ProxyError(
-            "the LiteLLM proxy needs litellm: pip install 'evoround[models]'"
-        ) from None
-
-
-def proxy_python(home: Path) -> Path:
-    """A Python with ``litellm[proxy]``: ``EVOROUND_PROXY_PYTHON`` or a venv built once."""
-    env = settings().proxy_python
-    if env:
-        if not os.access(env, os.X_OK):
-            raise ProxyError(f"EVOROUND_PROXY_PYTHON={env} is not an executable Python")
-        return Path(env)
-    version = litellm_version()
-    root = home / "tools" / f"litellm-proxy-{version}"
-    python = root / "bin" / "python"
-    marker = root / ".installed"
-    if marker.exists():
-        return python
-    with file_lock(home / "tools", f"litellm-proxy-{version}"):
-        if marker.exists():
-            return python
-        shutil.rmtree(root, ignore_errors=True)
-        print(
-            f"evoround: installing the LiteLLM proxy {version} into {root} (one time)",
-            file=sys.stderr,
-        )
-        _run_or_fail([sys.executable, "-m", "venv", str(root)])
-        _pip_install_proxy(python, version)
-        _run_or_fail([str(python), "-c", "import litellm.proxy.proxy_cli"])
-        marker.write_text(version)
-    return python
-
-
-def proxy_requirements() -> list[str]:
-    """``litellm[proxy]`` spelled out: our litellm pinned plus each requirement of its
-    ``proxy`` extra that applies here, so that one of them can be left out (below)."""
-    from packaging.requirements import Requirement
-
-    reqs = [f"litellm=={litellm_version()}"]
-    for line in importlib.metadata.requires("litellm") or []:
-        req = Requirement(line)
-        marker = req.marker
-        if marker and marker.evaluate({"extra": "proxy"}) and not marker.evaluate({"extra": ""}):
-            reqs.append(str(req).split(";")[0].strip())
-    return reqs
-
-
-_NOT_ON_INDEX = re.compile(r"No matching distribution found for ([A-Za-z0-9_.\-]+)")
-
-
-def _pip_install_proxy(python: Path, version: str) -> None:
-    """Why not ``pip install litellm[proxy]``: since 1.110.0 the extra names a
-    ``litellm-proxy`` distribution that PyPI does not carry (the proxy's code still ships
-    inside the litellm wheel), so the extra cannot be resolved at all. A requirement pip
-    finds no distribution of is dropped, with a warning, and the install retried; the
-    import check after it tells whether the proxy works without it."""
-    reqs = proxy_requirements()
-    while True:
-        argv = [str(python), "-m", "pip", "install", "-q", *reqs]
-        res = subprocess.run(argv, capture_output=True, text=True)
-        if res.returncode == 0:
-            return
-        missing = _NOT_ON_INDEX.search(res.stderr or "")
-        name = _canon(missing.group(1)) if missing else ""
-        dropped = [r for r in reqs[1:] if _req_name(r) == name]
-        if not dropped:
-            raise ProxyError(
-                f"installing the LiteLLM proxy {version} failed (pip install): "
-                f"{(res.stderr or res.stdout).strip()[-800:]}"
-            )
-        print(
-            f"evoround: {dropped[0]} (from litellm[proxy]) is not on the package index; "
-            "installing the proxy without it",
-            file=sys.stderr,
-        )
-        reqs = [r for r in reqs if r not in dropped]
-
-
-def _canon(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _req_name(req: str) -> str:
-    from packaging.requirements import Requirement
-
-    return _canon(Requirement(req).name)
-
-
-def _run_or_fail(argv: list[str]) -> None:
-    res = subprocess.run(argv, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise ProxyError(
-            f"installing the LiteLLM proxy failed ({' '.join(argv[:4])}...): "
-            f"{(res.stderr or res.stdout).strip()[-800:]}"
-        )
 
 
 def _die_with_parent() -> None:
