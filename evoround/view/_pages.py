@@ -17,6 +17,7 @@ from evoround.results import RoundResult
 from evoround.view._blame import blame
 from evoround.view._index import HEADLINE, JobEntry, JobIndex, RoundKey, attempts_of
 from evoround.view._round import RoundDetail, clean_message, round_detail
+from evoround.view._text import plain, visible
 
 LIVE_REFRESH_SEC = 5
 _ENV = jinja2.Environment(
@@ -25,6 +26,8 @@ _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 _ENV.globals["clean"] = clean_message
+_ENV.filters["plain"] = plain
+_ENV.filters["visible"] = visible
 _ENV.filters["fid"] = lambda path: hashlib.sha1(
     str(path).encode(), usedforsecurity=False
 ).hexdigest()[:12]
@@ -228,6 +231,18 @@ def _compare_href(a: str, b: str) -> str:
     return f"/compare?a={quote(a, safe='/')}&b={quote(b, safe='/')}"
 
 
+def round_model(rec: RoundResult) -> str:
+    """The round's model calls, tokens and cost as recorded (the record's ``usage``, and the
+    call count when ``--proxy`` recorded the calls); "not recorded" for what is absent."""
+    u, m = rec.usage, rec.model_usage
+    calls = f"{m.calls} call(s){f', {m.failed} failed' if m.failed else ''}, " if m else ""
+    if u is None:
+        return f"{calls}tokens and cost not recorded"
+    cost = f"${u.cost_usd:.4f}" if u.cost_usd is not None else "cost not recorded"
+    tokens = f"{u.total_tokens:,} tokens (in {u.prompt_tokens:,}, out {u.completion_tokens:,})"
+    return f"{calls}{tokens}, {cost}"
+
+
 def round_page(index: JobIndex, i: int, k: RoundKey, q: str = "") -> str:
     e, rec = _record(index, i, k)
     d = round_detail(e.path, rec)
@@ -251,6 +266,7 @@ def round_page(index: JobIndex, i: int, k: RoundKey, q: str = "") -> str:
         d=d,
         css=_css(str(rec.status)),
         instruction=_instruction(d),
+        model=round_model(rec),
         blames=blame(e.path, rec, attempt),
         round_href=href,
         prev=href(k.round - 1) if k.round - 1 in neighbours else "",

@@ -1,0 +1,140 @@
+"""Agent text made readable before it is escaped: terminal colour codes, control bytes and
+bidirectional overrides.
+
+Agent output is written for a terminal: ``pytest`` and ``ls --color`` colour it with ANSI
+escape sequences, progress bars redraw a line with ``\\r``. Escaped as they are, these show
+as ``[31m`` noise. Here they become plain text plus colour segments, ``(css class, text)``
+pairs the templates render inside ``<span class=...>`` with autoescape on: no text is ever
+marked safe, a segment's class comes from a fixed table, never from the input.
+
+Text that could mislead a reader is made visible rather than hidden: bidirectional
+override characters (which can make ``evil.py`` display as another name) show as
+``⟦U+202E⟧``; in diffs and file names, where the bytes are the point, control characters
+show as their Unicode pictures (``␛``).
+"""
+
+from __future__ import annotations
+
+import re
+
+_CSI = re.compile(r"\x1b\[([0-9;:?<=>]*)[ -/]*([@-~])")
+"""A control sequence: ``ESC [ params final``; only ``m`` (SGR, colours) is kept."""
+_OTHER_ESC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?")
+"""Operating-system commands (window titles, hyperlinks) and other escapes: dropped."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]")
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_REDRAWN = re.compile(r"[^\n]*\r")
+"""A line part a carriage return redraws over (what a terminal would no longer show)."""
+
+_COLOURS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+Part = tuple[str, str]
+"""(css classes, text): the classes are built from the fixed names here only."""
+
+
+def _bidi(m: re.Match[str]) -> str:
+    return f"⟦U+{ord(m[0]):04X}⟧"
+
+
+def _redraw(text: str) -> str:
+    """``\\r\\n`` is a newline; a line redrawn with ``\\r`` keeps what was drawn last."""
+    text = re.sub(r"\r+(?=\n|$)", "", text)
+    return _REDRAWN.sub("", text) if "\r" in text else text
+
+
+def _clean(text: str) -> str:
+    """Escapes other than colour codes and stray control bytes removed; bidi made visible."""
+    return _BIDI.sub(_bidi, _CONTROL.sub("", _OTHER_ESC.sub("", text)))
+
+
+def plain(text: str) -> str:
+    """The text as a terminal would show it, without colours."""
+    return _clean(_CSI.sub("", _redraw(text)))
+
+
+def visible(text: str) -> str:
+    """Every control character shown as its picture (``\\x1b`` -> ``␛``), tabs and newlines
+    kept, bidi controls named: for file names and diffs, whose bytes matter."""
+    text = _BIDI.sub(_bidi, text)
+    return re.sub(
+        r"[\x00-\x08\x0b-\x1f\x7f]",
+        lambda m: "␡" if m[0] == "\x7f" else chr(0x2400 + ord(m[0])),
+        text,
+    )
+
+
+def _sgr(params: str, state: dict[str, str]) -> None:
+    """Apply one SGR sequence's parameters to ``state`` (fg colour, bold, underline)."""
+    codes = [int(c) if c.isdigit() else 0 for c in re.split(r"[;:]", params or "0")]
+    i = 0
+    while i < len(codes):
+        c = codes[i]
+        if c == 0:
+            state.clear()
+        elif c == 1:
+            state["b"] = "a-b"
+        elif c == 4:
+            state["u"] = "a-u"
+        elif c in (22, 24):
+            state.pop("b" if c == 22 else "u", None)
+        elif 30 <= c <= 37 or 90 <= c <= 97:
+            state["fg"] = f"a-{_COLOURS[c % 10]}"
+        elif c == 39:
+            state.pop("fg", None)
+        elif c in (38, 48):  # 256-colour or RGB: its arguments are skipped, no class
+            i += 2 if codes[i + 1 : i + 2] == [5] else 4
+        i += 1
+
+
+def parts(text: str) -> list[Part]:
+    """The text in colour segments (adjacent segments of one style merged)."""
+    text = _redraw(text)
+    out: list[Part] = []
+    state: dict[str, str] = {}
+    at = 0
+    for m in _CSI.finditer(text):
+        _add(out, state, _clean(text[at : m.start()]))
+        if m[2] == "m":
+            _sgr(m[1], state)
+        at = m.end()
+    _add(out, state, _clean(text[at:]))
+    return out
+
+
+def _add(out: list[Part], state: dict[str, str], text: str) -> None:
+    if not text:
+        return
+    css = " ".join(state[k] for k in ("fg", "b", "u") if k in state)
+    if out and out[-1][0] == css:
+        out[-1] = (css, out[-1][1] + text)
+    else:
+        out.append((css, text))
+
+
+def cap_parts(segments: list[Part], limit: int) -> list[Part]:
+    """At most ``limit`` characters of text, head and tail kept (as ``cap`` does)."""
+    total = sum(len(t) for _, t in segments)
+    if total <= limit:
+        return segments
+    half = limit // 2
+    cut = ("", f"\n[... {total - limit} characters not shown ...]\n")
+    return [*_head(segments, half), cut, *_tail(segments, half)]
+
+
+def _head(segments: list[Part], n: int) -> list[Part]:
+    out: list[Part] = []
+    for css, t in segments:
+        if n <= 0:
+            break
+        out.append((css, t[:n]))
+        n -= len(t)
+    return out
+
+
+def _tail(segments: list[Part], n: int) -> list[Part]:
+    out: list[Part] = []
+    for css, t in reversed(segments):
+        if n <= 0:
+            break
+        out.append((css, t[-n:]))
+        n -= len(t)
+    return out[::-1]
