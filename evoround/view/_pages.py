@@ -67,34 +67,46 @@ def _pct(point: float | None, iv: dict[str, Any] | None, figure: str) -> str:
 # ---- jobs ------------------------------------------------------------------------
 
 
-def jobs_page(index: JobIndex) -> str:
+def jobs_page(index: JobIndex, query: dict[str, str] | None = None) -> str:
+    """Every job with its leaderboard figures; ``?agent=NAME`` keeps that agent's jobs (a
+    job has one agent, so this is the viewer's filter by agent)."""
+    agent = (query or {}).get("agent", "")
     rows = []
+    agents: set[str] = set()
     live = pending = False
     for i in range(len(index.entries)):
         e = _entry(index, i)
         assert e.view is not None
-        ivs = e.intervals or {}
+        agents.add(e.view.config.agent)
+        if agent and e.view.config.agent != agent:
+            continue
+        rows.append(_job_row(i, e))
         pending = pending or e.intervals is None
-        rows.append(
-            {
-                "index": i,
-                "name": e.name,
-                "agent": e.view.config.agent,
-                "running": e.running,
-                "records": len(e.rounds),
-                "path": str(e.path),
-                "figures": {f: _pct(e.points.get(f), ivs.get(f), f) for f in HEADLINE},
-            }
-        )
         live = live or e.running
     return render(
         "jobs.html.j2",
         title="Jobs",
         jobs=rows,
+        agents=sorted(agents),
+        agent=agent,
         figures=HEADLINE,
         pending=pending,
         live=LIVE_REFRESH_SEC if live or pending else 0,
     )
+
+
+def _job_row(i: int, e: JobEntry) -> dict[str, Any]:
+    assert e.view is not None
+    ivs = e.intervals or {}
+    return {
+        "index": i,
+        "name": e.name,
+        "agent": e.view.config.agent,
+        "running": e.running,
+        "records": len(e.rounds),
+        "path": str(e.path),
+        "figures": {f: _pct(e.points.get(f), ivs.get(f), f) for f in HEADLINE},
+    }
 
 
 def _entry(index: JobIndex, i: int) -> JobEntry:

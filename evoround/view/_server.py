@@ -42,7 +42,7 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 def _route(index: JobIndex, path: str, query: dict[str, str]) -> str:
     if path == "/":
-        return jobs_page(index)
+        return jobs_page(index, query)
     if m := _JOB.match(path):
         i = int(m[1]) if m[1] is not None else index.position(unquote(m[2]))
         if i is None:

@@ -130,7 +130,13 @@ def calc_change(rnd: int) -> tuple[RoundChanges, str]:
 
 
 def synthetic_job(
-    root: Path, name: str, tasks: int, rounds: int, attempts: int = 1, events: int = 40
+    root: Path,
+    name: str,
+    tasks: int,
+    rounds: int,
+    attempts: int = 1,
+    events: int = 40,
+    agent: str = "scripted:synth",
 ) -> Path:
     """A finished job of ``tasks`` x ``attempts`` x ``rounds`` in MT and SR, every round
     with a trajectory of ``events`` events and a recorded change; the last MT round of
@@ -139,7 +145,8 @@ def synthetic_job(
     job.mkdir(parents=True)
     names = {f"t{i:03d}": rounds for i in range(tasks)}
     (job / "job.json").write_text(
-        job_config(name, names, attempts=attempts).model_dump_json(), encoding="utf-8"
+        job_config(name, names, agent=agent, attempts=attempts).model_dump_json(),
+        encoding="utf-8",
     )
     evs = [
         {"type": "message", "role": "user", "content": "Add f{i}() to calc.py."},

@@ -248,3 +248,17 @@ def test_model_calls_show_tokens_cost_and_latency_or_not_recorded(tmp_path: Path
     assert "failure 429" in page
     assert page.count('class="model"') == 3  # the command has no model figures
     assert "model: 1,251 tokens (in 1,215, out 36), cost not recorded" in page
+
+
+def test_jobs_page_filters_by_agent(tmp_path: Path) -> None:
+    a = synthetic_job(tmp_path, "ja", tasks=1, rounds=1, events=1, agent="claude-code")
+    b = synthetic_job(tmp_path, "jb", tasks=1, rounds=1, events=1, agent="<b>codex</b>")
+    with ViewServer(JobIndex([a, b])) as s:
+        everything = get(s, "/")[1]
+        one = get(s, "/?agent=claude-code")[1]
+        none = get(s, "/?agent=nobody")[1]
+    assert '<option value="claude-code">' in everything and ">ja</a>" in everything
+    assert '<option value="&lt;b&gt;codex&lt;/b&gt;">' in everything and ">jb</a>" in everything
+    assert ">ja</a>" in one and ">jb</a>" not in one and "1 job(s) of agent claude-code" in one
+    assert '<option value="claude-code" selected>' in one
+    assert "0 job(s) of agent nobody" in none
