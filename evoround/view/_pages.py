@@ -41,8 +41,12 @@ class NotFound(LookupError):
 
 def render(name: str, **ctx: Any) -> str:
     ctx.setdefault("live", 0)
+    ctx.setdefault("live_why", "running")
     ctx.setdefault("crumbs", [])
     return _ENV.get_template(name).render(**ctx)
+
+
+_ENV.globals["status_css"] = lambda status: _css(status)
 
 
 def round_href(job: int, k: RoundKey) -> str:
@@ -92,6 +96,7 @@ def jobs_page(index: JobIndex, query: dict[str, str] | None = None) -> str:
         figures=HEADLINE,
         pending=pending,
         live=LIVE_REFRESH_SEC if live or pending else 0,
+        live_why="running" if live else "intervals being computed",
     )
 
 

@@ -173,7 +173,7 @@ UNICODE = "héllo ✓ 日本語 🚀 مرحبا"
 NAMED = 'src/"><svg onload=alert(1)>\u202eyp.exe\x1b[31m.py'
 
 
-def _hostile_names_job(tmp_path: Path) -> Path:
+def hostile_names_job(tmp_path: Path) -> Path:
     """A round whose output is coloured, whose text is unicode and whose file names hold
     markup, a right-to-left override and an escape byte."""
     job = tmp_path / "u"
@@ -195,7 +195,7 @@ def _hostile_names_job(tmp_path: Path) -> Path:
 
 
 def test_ansi_unicode_and_markup_in_file_names_render_readably(tmp_path: Path) -> None:
-    with ViewServer(JobIndex([_hostile_names_job(tmp_path)])) as s:
+    with ViewServer(JobIndex([hostile_names_job(tmp_path)])) as s:
         code, page, _ = get(s, "/job/0/round/t/mt/1/1")
     assert code == 200
     assert "\x1b" not in page and "[0m" not in page.replace("␛[0m", "")  # no escape noise
