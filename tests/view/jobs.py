@@ -139,7 +139,8 @@ def synthetic_job(
     agent: str = "scripted:synth",
 ) -> Path:
     """A finished job of ``tasks`` x ``attempts`` x ``rounds`` in MT and SR, every round
-    with a trajectory of ``events`` events and a recorded change; the last MT round of
+    with a trajectory of ``events`` events (command output in ANSI colour) and a recorded
+    change; the last MT round of
     each attempt fails by a regression of round 1 in calc.py."""
     job = root / name
     job.mkdir(parents=True)
@@ -151,7 +152,11 @@ def synthetic_job(
     evs = [
         {"type": "message", "role": "user", "content": "Add f{i}() to calc.py."},
         *[
-            {"type": "command", "content": f"echo step {j}\nstep {j}", "exit_code": 0}
+            {  # coloured as a terminal program writes it
+                "type": "command",
+                "content": f"echo step {j}\n\x1b[32mstep {j}\x1b[0m",
+                "exit_code": 0,
+            }
             for j in range(events - 2)
         ],
         {
