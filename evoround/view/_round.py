@@ -112,19 +112,23 @@ def model_figures(raw: dict[str, Any], args: dict[str, Any] | None) -> dict[str,
     if raw.get("type") != "model_call" and not usage:
         return None
     args = args or {}
-    counts = {k: v for k, v in (usage or {}).items() if _number(v) is not None}
-    u = RoundUsage.from_counts([{k: int(v) for k, v in counts.items()}]) if counts else None
     cost, latency = _number(args.get("cost_usd")), _number(args.get("duration_sec"))
     status = str(args.get("status") or "")[:40]
     code = args.get("status_code")
     return {
-        "tokens": f"{u.total_tokens:,} tokens (in {u.prompt_tokens:,}, out {u.completion_tokens:,})"
-        if u
-        else "tokens not recorded",
+        "tokens": _tokens(usage or {}),
         "cost": f"${cost:.4f}" if cost is not None else "cost not recorded",
         "latency": f"{latency:.2f} s" if latency is not None else "latency not recorded",
         "status": "" if status in ("", "success") else f"{status} {code if code else ''}".strip(),
     }
+
+
+def _tokens(usage: dict[str, Any]) -> str:
+    counts = {k: int(v) for k, v in usage.items() if _number(v) is not None}
+    u = RoundUsage.from_counts([counts]) if counts else None
+    if u is None:
+        return "tokens not recorded"
+    return f"{u.total_tokens:,} tokens (in {u.prompt_tokens:,}, out {u.completion_tokens:,})"
 
 
 def read_events(folder: Path) -> tuple[list[dict[str, Any]], int]:
