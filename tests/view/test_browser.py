@@ -231,3 +231,32 @@ def test_screenshots_of_each_page_at_1400px(browser: Any, tmp_path: Path) -> Non
             if shots:
                 Path(shots).mkdir(parents=True, exist_ok=True)
                 sh.copy(png, Path(shots) / png.name)
+
+
+def test_report_html_cell_leads_into_the_viewer(browser: Any, tmp_path: Path) -> None:
+    """report.html written with --viewer: a failed cell opens its round's panel, whose
+    "open in viewer" link opens that round in the running viewer."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from evoround.reports import write_html_report
+    from evoround.results import load_job
+
+    job = synthetic_job(tmp_path, "linked", tasks=2, rounds=3, events=3)
+    with ViewServer(JobIndex([job])) as server:
+        report = write_html_report([load_job(job)], tmp_path / "report.html", viewer=server.url)
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        browser.get(report.as_uri())
+        WebDriverWait(browser, 60).until(
+            lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-js-errors") != "-1"
+        )
+        assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-js-errors") == "0"
+        cell = browser.find_elements(By.CSS_SELECTOR, "table.grid td.c-regression a")[0]
+        cell.click()
+        panel = browser.find_element(By.ID, cell.get_attribute("href").split("#")[1])
+        assert panel.get_attribute("open") is not None
+        panel.find_element(By.LINK_TEXT, "open in viewer").click()
+        WebDriverWait(browser, 30).until(lambda b: b.current_url.startswith(server.url))
+        assert browser.current_url.endswith("/by-name/linked/round/t000/mt/1/3")
+        text = browser.find_element(By.TAG_NAME, "main").text
+        assert "t000 · mt attempt 1 · round 3 of 3" in text and "+def f3():" in text
