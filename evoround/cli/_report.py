@@ -111,6 +111,7 @@ def viewer_setting() -> str | None:
             f"warning: EVOROUND_VIEWER_URL: {e}; report.html has no viewer links",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
         return None
 

@@ -92,3 +92,18 @@ def test_report_cli_viewer_option_and_setting(tmp_path: Path) -> None:
     r = evoround_cli("report", str(job), "--viewer", "http://other:1")
     assert r.returncode == 0, r.stderr
     assert 'href="http://other:1/by-name/j"' in (job / "report.html").read_text()
+
+
+def test_a_run_with_a_bad_viewer_setting_warns_and_links_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evoround.cli._report import viewer_setting
+
+    monkeypatch.setenv("EVOROUND_VIEWER_URL", "javascript:alert(1)")
+    assert viewer_setting() is None
+    (line,) = capsys.readouterr().err.splitlines()  # one line
+    assert line.startswith("warning: EVOROUND_VIEWER_URL: 'javascript:alert(1)': not a viewer")
+    monkeypatch.setenv("EVOROUND_VIEWER_URL", "http://localhost:8765/")
+    assert viewer_setting() == "http://localhost:8765"
+    monkeypatch.delenv("EVOROUND_VIEWER_URL")
+    assert viewer_setting() is None
