@@ -19,7 +19,10 @@ from evoround.view._index import HEADLINE, JobEntry, JobIndex, RoundKey, attempt
 from evoround.view._round import RoundDetail, clean_message, round_detail
 from evoround.view._text import plain, visible
 
-LIVE_REFRESH_SEC = 5
+LIVE_REFRESH_SEC = 2
+"""How often the jobs page and a running job's grid reload themselves (a meta refresh: the
+pages run no script), so a recorded round shows within about this long. A round page does
+not reload: a recorded round does not change, and a reload would fold what was unfolded."""
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("evoround.view", "templates"),
     autoescape=True,
@@ -291,7 +294,7 @@ def round_page(index: JobIndex, i: int, k: RoundKey, q: str = "") -> str:
         compares=_compares(index, i, k),
         events=_search(d.events, q),
         q=q,
-        live=LIVE_REFRESH_SEC if e.running else 0,
+        running=e.running,
     )
 
 

@@ -260,3 +260,39 @@ def test_report_html_cell_leads_into_the_viewer(browser: Any, tmp_path: Path) ->
         assert browser.current_url.endswith("/by-name/linked/round/t000/mt/1/3")
         text = browser.find_element(By.TAG_NAME, "main").text
         assert "t000 · mt attempt 1 · round 3 of 3" in text and "+def f3():" in text
+
+
+def test_a_recorded_round_shows_in_the_open_grid_within_about_2_s(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The grid of a running job (job.lock present) reloads itself; a round appended to
+    results.jsonl appears without anyone touching the page. The target is 2 s (the reload
+    period plus one page load); the bound leaves room for a loaded CI machine."""
+    import time
+
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    from tests.view.jobs import calc_change
+
+    def shown() -> str:  # the page may be between two loads: no text yet
+        try:
+            return str(browser.find_element(By.TAG_NAME, "main").text)
+        except WebDriverException:
+            return ""
+
+    job = synthetic_job(tmp_path, "live", tasks=1, rounds=3, events=1)
+    (job / "job.lock").write_text("{}")
+    with ViewServer(JobIndex([job])) as server:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        browser.get(server.url + "job/0")
+        assert "t000" in shown() and "t009" not in shown()
+        ch, patch = calc_change(1)
+        t0 = time.monotonic()
+        write_round(job, record("live", "t009", "mt", 1, 1, 3), changes=ch, patch=patch)
+        while "t009" not in shown():
+            assert time.monotonic() - t0 < 6, "the new round did not show within 6 s"
+            time.sleep(0.05)
+        seen = time.monotonic() - t0
+    print(f"live update seen after {seen:.2f} s")
+    assert seen < 4
