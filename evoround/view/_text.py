@@ -23,8 +23,6 @@ _OTHER_ESC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?")
 """Operating-system commands (window titles, hyperlinks) and other escapes: dropped."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]")
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-_REDRAWN = re.compile(r"[^\n]*\r")
-"""A line part a carriage return redraws over (what a terminal would no longer show)."""
 
 _COLOURS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
 Part = tuple[str, str]
@@ -36,9 +34,20 @@ def _bidi(m: re.Match[str]) -> str:
 
 
 def _redraw(text: str) -> str:
-    """``\\r\\n`` is a newline; a line redrawn with ``\\r`` keeps what was drawn last."""
+    """``\r\n`` is a newline; a line redrawn with ``\r`` shows what a terminal would: each
+    draw overwrites the start of the one before, a longer earlier draw keeps its tail."""
     text = re.sub(r"\r+(?=\n|$)", "", text)
-    return _REDRAWN.sub("", text) if "\r" in text else text
+    if "\r" not in text:
+        return text
+    return "\n".join(_overwrite(line) if "\r" in line else line for line in text.split("\n"))
+
+
+def _overwrite(line: str) -> str:
+    """Columns are counted on the plain text, so a redrawn line loses its colours."""
+    shown = ""
+    for draw in _CSI.sub("", line).split("\r"):
+        shown = draw + shown[len(draw) :]
+    return shown
 
 
 def _clean(text: str) -> str:

@@ -23,8 +23,14 @@ def test_256_and_rgb_colours_are_skipped_with_their_arguments() -> None:
     assert parts("\x1b[38;2;1;2;3mA\x1b[38;5;9;1mB") == [("", "A"), ("a-b", "B")]
 
 
-def test_redrawn_lines_keep_what_was_drawn_last() -> None:
+def test_redrawn_lines_show_what_a_terminal_shows() -> None:
     assert plain("a\r\nb 1%\rb 50%\rb 100%\r\nc\r") == "a\nb 100%\nc"
+    # a shorter draw overwrites only the start: the earlier text's tail stays visible
+    assert plain("E <script> 5%\rdone") == "donecript> 5%"
+    assert parts("\x1b[32mok\x1b[0m\n\x1b[31m1%\r\x1b[31m100%\x1b[0m") == [
+        ("a-green", "ok"),
+        ("", "\n100%"),  # a redrawn line is counted in plain columns: its colour goes
+    ]
 
 
 def test_controls_and_bidi() -> None:
