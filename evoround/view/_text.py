@@ -15,13 +15,19 @@ show as their Unicode pictures (``␛``).
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CSI = re.compile(r"\x1b\[([0-9;:?<=>]*)[ -/]*([@-~])")
 """A control sequence: ``ESC [ params final``; only ``m`` (SGR, colours) is kept."""
-_OTHER_ESC = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?")
-"""Operating-system commands (window titles, hyperlinks) and other escapes: dropped."""
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]")
+_ESCAPE = re.compile(
+    r"\x1b\[([0-9;:?<=>]*)[ -/]*([@-~])"  # a control sequence (as _CSI)
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # an operating-system command (titles, links)
+    r"|\x1b[@-Z\\-_]?"  # any other escape, or a stray ESC
+)
+"""Every escape sequence; in :func:`parts` only SGR ones (group 2 ``m``) take effect."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\x80-\x9f]")
+"""Control bytes other than tab, newline, carriage return and ESC (handled above)."""
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 _COLOURS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
@@ -50,14 +56,15 @@ def _overwrite(line: str) -> str:
     return shown
 
 
-def _clean(text: str) -> str:
-    """Escapes other than colour codes and stray control bytes removed; bidi made visible."""
-    return _BIDI.sub(_bidi, _CONTROL.sub("", _OTHER_ESC.sub("", text)))
+def _prepare(text: str) -> str:
+    """Redraws applied, stray control bytes removed, bidi controls made visible (one pass
+    each over the whole text; the escapes are left for the caller)."""
+    return _BIDI.sub(_bidi, _CONTROL.sub("", _redraw(text)))
 
 
 def plain(text: str) -> str:
     """The text as a terminal would show it, without colours."""
-    return _clean(_CSI.sub("", _redraw(text)))
+    return _ESCAPE.sub("", _prepare(text))
 
 
 def visible(text: str) -> str:
@@ -71,9 +78,18 @@ def visible(text: str) -> str:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _codes(params: str) -> tuple[int, ...]:
+    """An SGR sequence's numbers (a handful of distinct ones recur thousands of times)."""
+    return tuple(int(c) if c.isdigit() else 0 for c in re.split(r"[;:]", params or "0"))
+
+
 def _sgr(params: str, state: dict[str, str]) -> None:
     """Apply one SGR sequence's parameters to ``state`` (fg colour, bold, underline)."""
-    codes = [int(c) if c.isdigit() else 0 for c in re.split(r"[;:]", params or "0")]
+    if params in ("", "0"):
+        state.clear()
+        return
+    codes = _codes(params)
     i = 0
     while i < len(codes):
         c = codes[i]
@@ -90,22 +106,22 @@ def _sgr(params: str, state: dict[str, str]) -> None:
         elif c == 39:
             state.pop("fg", None)
         elif c in (38, 48):  # 256-colour or RGB: its arguments are skipped, no class
-            i += 2 if codes[i + 1 : i + 2] == [5] else 4
+            i += 2 if codes[i + 1 : i + 2] == (5,) else 4
         i += 1
 
 
 def parts(text: str) -> list[Part]:
     """The text in colour segments (adjacent segments of one style merged)."""
-    text = _redraw(text)
+    text = _prepare(text)
     out: list[Part] = []
     state: dict[str, str] = {}
     at = 0
-    for m in _CSI.finditer(text):
-        _add(out, state, _clean(text[at : m.start()]))
+    for m in _ESCAPE.finditer(text):
+        _add(out, state, text[at : m.start()])
         if m[2] == "m":
             _sgr(m[1], state)
         at = m.end()
-    _add(out, state, _clean(text[at:]))
+    _add(out, state, text[at:])
     return out
 
 
