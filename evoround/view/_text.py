@@ -26,8 +26,9 @@ _ESCAPE = re.compile(
     r"|\x1b[@-Z\\-_]?"  # any other escape, or a stray ESC
 )
 """Every escape sequence; in :func:`parts` only SGR ones (group 2 ``m``) take effect."""
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\x80-\x9f]")
-"""Control bytes other than tab, newline, carriage return and ESC (handled above)."""
+_CONTROL = re.compile(r"[\x00-\x06\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\x80-\x9f]")
+"""Control bytes other than tab, newline, carriage return, ESC and BEL (which ends an
+operating-system command: removed once the escapes are parsed)."""
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 
 _COLOURS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
@@ -64,7 +65,7 @@ def _prepare(text: str) -> str:
 
 def plain(text: str) -> str:
     """The text as a terminal would show it, without colours."""
-    return _ESCAPE.sub("", _prepare(text))
+    return _ESCAPE.sub("", _prepare(text)).replace("\x07", "")
 
 
 def visible(text: str) -> str:
@@ -126,6 +127,7 @@ def parts(text: str) -> list[Part]:
 
 
 def _add(out: list[Part], state: dict[str, str], text: str) -> None:
+    text = text.replace("\x07", "")
     if not text:
         return
     css = " ".join(state[k] for k in ("fg", "b", "u") if k in state)

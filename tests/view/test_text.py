@@ -35,6 +35,9 @@ def test_redrawn_lines_show_what_a_terminal_shows() -> None:
 
 def test_controls_and_bidi() -> None:
     assert plain("a\x07b\x00c\u202ed") == "abc⟦U+202E⟧d"
+    osc = "\x1b]0;title\x07kept \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x07bell"
+    assert plain(osc) == "kept link bell"
+    assert parts(osc) == [("", "kept link bell")]
     assert visible("a\x1b[0m\tb\x7f\u2066") == "a␛[0m\tb␡⟦U+2066⟧"
 
 

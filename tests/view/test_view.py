@@ -202,7 +202,7 @@ def test_ansi_unicode_and_markup_in_file_names_render_readably(tmp_path: Path) -
     assert '<span class="a-red a-b">FAILED</span>' in page  # colour kept, as a fixed class
     assert '<span class="a-green">assert</span> 0 == 1' in page
     assert "progress 100%" in page and "progress 10%" not in page  # the \r redraw
-    assert "window title" not in page and "red256" in page
+    assert "window title" not in page and "done red256" in page
     assert page.count(UNICODE) >= 3  # message, tool arguments (not \\u escapes), diff
     assert "<svg" not in page and "&lt;svg onload=alert(1)&gt;" in page  # the file name
     assert "⟦U+202E⟧yp.exe␛[31m.py" in page  # override and escape byte made visible
