@@ -18,8 +18,14 @@ import pytest
 from evoround.results import FileChange, RoundChanges
 from evoround.view import JobIndex, ViewServer
 from tests.conftest import in_ci
-from tests.view.jobs import job_config, record, regression, synthetic_job, write_round
-from tests.view.test_view import hostile_names_job
+from tests.view.jobs import (
+    hostile_names_job,
+    job_config,
+    record,
+    regression,
+    synthetic_job,
+    write_round,
+)
 
 HOSTILE = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
 

@@ -16,7 +16,16 @@ import pytest
 
 from evoround.results import FileChange, RoundChanges
 from evoround.view import JobIndex, ViewError, ViewServer
-from tests.view.jobs import calc_change, job_config, record, regression, synthetic_job, write_round
+from tests.view.jobs import (
+    UNICODE,
+    calc_change,
+    hostile_names_job,
+    job_config,
+    record,
+    regression,
+    synthetic_job,
+    write_round,
+)
 
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="alert(1)">'
 
@@ -163,35 +172,6 @@ def test_intervals_arrive_without_blocking_the_page(served: ViewServer) -> None:
         time.sleep(0.5)
         first = get(served, "/")[1]
     assert "66.7 [66.7, 66.7]" in first  # identical tasks: a zero-width interval
-
-
-ANSI_OUT = (
-    "\x1b[1m\x1b[31mFAILED\x1b[0m tests/test_calc.py::test_f1 - \x1b[32massert\x1b[39m 0 == 1\r\n"
-    "progress 10%\rprogress 100%\n\x1b]0;window title\x07done \x1b[38;5;196mred256\x1b[0m"
-)
-UNICODE = "héllo ✓ 日本語 🚀 مرحبا"
-NAMED = 'src/"><svg onload=alert(1)>\u202eyp.exe\x1b[31m.py'
-
-
-def hostile_names_job(tmp_path: Path) -> Path:
-    """A round whose output is coloured, whose text is unicode and whose file names hold
-    markup, a right-to-left override and an escape byte."""
-    job = tmp_path / "u"
-    job.mkdir()
-    (job / "job.json").write_text(job_config("u", {"t": 1}).model_dump_json())
-    ch = RoundChanges(added=[FileChange(path=NAMED, size=10)])
-    patch = f"--- /dev/null\n+++ b/{NAMED}\n@@ -0,0 +1,2 @@\n+{UNICODE}\n+\x1b[31mred\x1b[0m\n"
-    extra = regression(NAMED, "test_x", ANSI_OUT, 1)
-    rec = record("u", "t", "mt", 1, 1, 1, passed=False, **extra)
-    events = [
-        {"type": "message", "role": "user", "content": f"Fix {UNICODE}"},
-        {"type": "tool_call", "name": "bash", "arguments": {"cmd": f"cat {UNICODE}"}},
-        {"type": "command", "content": ANSI_OUT, "exit_code": 1},
-        {"type": "command", "content": "\x1b[32m" + "y" * 50_000 + "\x1b[0m" + "z" * 50_000},
-    ]
-    checks = [{"id": "c1", "result": "fail", "detail": "\x1b[31mbad\x1b[0m", "evidence": []}]
-    write_round(job, rec, events=events, changes=ch, patch=patch, checks=checks)
-    return job
 
 
 def test_ansi_unicode_and_markup_in_file_names_render_readably(tmp_path: Path) -> None:
