@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     """The claude binary for --agent claude-code (default: the claude-agent-sdk's)."""
     judge_api_key: str | None = None
     """API key of the judge model (shown masked)."""
+    viewer_url: str | None = None
+    """Where ``evoround view`` serves the jobs (``http://HOST:PORT/``): report.html links
+    every job and round there (``report --viewer`` overrides; unset: no links out)."""
     chromium: str | None = None
     """A Chromium/Chrome binary for the headless report check."""
     debug: bool = False

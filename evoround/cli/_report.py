@@ -80,6 +80,42 @@ def _check_file_target(flag: str, path: Path) -> None:
             return
 
 
+def _viewer_url(flag: str | None) -> str | None:
+    """``--viewer``, else the ``EVOROUND_VIEWER_URL`` setting: checked (one line when it is
+    not an http(s) address), or None (report.html then links nowhere outside itself)."""
+    from evoround.reports import ViewerURLError, viewer_base
+    from evoround.settings import settings
+
+    url, source = (flag, "--viewer") if flag is not None else (settings().viewer_url, None)
+    if url is None:
+        return None
+    try:
+        return viewer_base(url)
+    except ViewerURLError as e:
+        raise fail(f"{source or 'EVOROUND_VIEWER_URL'}: {e}") from None
+
+
+def viewer_setting() -> str | None:
+    """``EVOROUND_VIEWER_URL`` for the report.html a run writes at its end: a bad address
+    is a warning there (the run's results are not to be lost over a link)."""
+    from evoround.reports import ViewerURLError, viewer_base
+    from evoround.settings import settings
+
+    url = settings().viewer_url
+    if url is None:
+        return None
+    try:
+        return viewer_base(url)
+    except ViewerURLError as e:
+        err().print(
+            f"warning: EVOROUND_VIEWER_URL: {e}; report.html has no viewer links",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return None
+
+
 @dataclass(frozen=True)
 class _Bootstrap:
     """``--resamples`` and ``--seed``: every reader of the jobs draws the same intervals."""
@@ -192,6 +228,16 @@ def report(
             "(trajectory.atif.json beside trajectory.jsonl).",
         ),
     ] = False,
+    viewer: Annotated[
+        str | None,
+        typer.Option(
+            "--viewer",
+            metavar="URL",
+            help="Link every job and round of report.html into the evoround view serving "
+            "these jobs at URL (e.g. http://localhost:8765/). Default: EVOROUND_VIEWER_URL; "
+            "unset: report.html links nowhere outside itself.",
+        ),
+    ] = None,
     resamples: Resamples = None,
     seed: Seed = DEFAULT_SEED,
 ) -> None:
@@ -203,6 +249,7 @@ def report(
 
     if html is not None:
         _check_file_target("--html", html)
+    viewer_url = None if no_html else _viewer_url(viewer)
     read = _read_jobs(run_dirs)
     views, boot = read.views, _Bootstrap(resamples, seed)
     data = None
@@ -219,7 +266,11 @@ def report(
         from evoround.reports import write_html_report
 
         path = write_html_report(
-            views, html or default_html_path(run_dirs), resamples=resamples, seed=seed
+            views,
+            html or default_html_path(run_dirs),
+            resamples=resamples,
+            seed=seed,
+            viewer=viewer_url,
         )
         log.print(f"report: {path}")
 

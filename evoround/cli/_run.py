@@ -442,6 +442,7 @@ def _lost(job_dir: Path, flags: RunFlags, console: Console, why: str) -> NoRetur
 
 def _print_result(request: RunRequest, flags: RunFlags, result: RunResult) -> None:
     """Phase 4, report: the job's report (or its JSON), report.html and the cost."""
+    from evoround.cli._report import viewer_setting
     from evoround.reports import job_json, print_report, write_html_report
     from evoround.results import load_job
 
@@ -453,7 +454,7 @@ def _print_result(request: RunRequest, flags: RunFlags, result: RunResult) -> No
     console = out()
     print_report([view], console)
     console.print(f"job folder: {job_dir}", markup=False, highlight=False)
-    html = write_html_report([view], job_dir / "report.html")
+    html = write_html_report([view], job_dir / "report.html", viewer=viewer_setting())
     console.print(f"report: {html}", markup=False, highlight=False)
     if str(result.cost) != "-":
         console.print(
@@ -567,11 +568,14 @@ def _print_demo(out_dir: Path, stamp: str, job_dirs: list[Path]) -> None:
     """Short, and the leaderboard last (it must not scroll away): the per-task tables are
     one ``evoround report`` away and in the HTML report."""
     from evoround.cli._legend import LEGEND
+    from evoround.cli._report import viewer_setting
     from evoround.reports import leaderboard_table, write_html_report
     from evoround.results import load_job
 
     views = [load_job(p) for p in job_dirs]
-    html = write_html_report(views, out_dir / f"{stamp}__demo__report.html")
+    html = write_html_report(
+        views, out_dir / f"{stamp}__demo__report.html", viewer=viewer_setting()
+    )
     console = out()
     console.print("job folders: " + " ".join(str(p) for p in job_dirs), markup=False)
     console.print(

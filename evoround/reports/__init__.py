@@ -36,6 +36,7 @@ from evoround.reports._uncertainty import (
     paired_bootstrap,
     report_stats,
 )
+from evoround.reports._viewer import BY_NAME, ViewerURLError, job_link, round_link, viewer_base
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -79,4 +80,9 @@ __all__ = [
     "print_report",
     "render_html",
     "write_html_report",
+    "BY_NAME",
+    "ViewerURLError",
+    "job_link",
+    "round_link",
+    "viewer_base",
 ]

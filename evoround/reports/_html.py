@@ -21,6 +21,7 @@ from evoround.fileio import atomic_write
 from evoround.reports._analysis import build_report
 from evoround.reports._readers import CLASS_SHORT, NOT_RECORDED
 from evoround.reports._uncertainty import DEFAULT_SEED
+from evoround.reports._viewer import job_link, round_link, viewer_base
 from evoround.results import JobView
 
 MAX_EVENTS = 200
@@ -136,8 +137,26 @@ def protocol_grid(jobs: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     return [(what, ["; ".join(rows.get(what, ["—"])) for rows in per_job]) for what in order]
 
 
-def render_html(data: dict[str, Any], *, inline_js: str | None = None) -> str:
-    """Render report data (with trajectories) to a standalone HTML string."""
+def _viewer_links(viewer: str | None) -> dict[str, Any]:
+    """What the template needs to link into a viewer at ``viewer`` (nothing without one)."""
+    if viewer is None:
+        return {"viewer": None}
+    base = viewer_base(viewer)
+    return {
+        "viewer": base,
+        "viewer_job": lambda job: job_link(base, job),
+        "viewer_round": lambda r: round_link(
+            base, r["job"], r["task"], r["mode"], r["attempt"], r["round"]
+        ),
+    }
+
+
+def render_html(
+    data: dict[str, Any], *, inline_js: str | None = None, viewer: str | None = None
+) -> str:
+    """Render report data (with trajectories) to a standalone HTML string; ``viewer``: the
+    address of an ``evoround view`` serving these jobs, linked from every job and round
+    (None: the file links nowhere outside itself)."""
     figures = {name: fig["plotly"] for name, fig in data["figures"].items() if fig["available"]}
     rounds_by_id = {row["id"]: row for rows in data["rounds"].values() for row in rows}
     details = {rid: _details(row) for rid, row in rounds_by_id.items()}
@@ -154,6 +173,7 @@ def render_html(data: dict[str, Any], *, inline_js: str | None = None) -> str:
             not_recorded=NOT_RECORDED,
             max_events=MAX_EVENTS,
             protocol_grid=protocol_grid(data["jobs"]),
+            **_viewer_links(viewer),
         )
     )
 
@@ -172,8 +192,13 @@ def write_html_report(
     *,
     resamples: int | None = None,
     seed: int = DEFAULT_SEED,
+    viewer: str | None = None,
 ) -> Path:
-    """Write report.html atomically (a half-written report is never left behind)."""
-    html = render_html(build_report(views, trajectories=True, resamples=resamples, seed=seed))
+    """Write report.html atomically (a half-written report is never left behind);
+    ``viewer``: see :func:`render_html`."""
+    if viewer is not None:
+        viewer_base(viewer)  # a bad address fails before the analysis, not after
+    data = build_report(views, trajectories=True, resamples=resamples, seed=seed)
+    html = render_html(data, viewer=viewer)
     atomic_write(path, html)
     return path

@@ -117,6 +117,11 @@ class JobIndex:
                 self._load(e, stamp)
         return e
 
+    def position(self, name: str) -> int | None:
+        """The position of the first job whose folder is named ``name`` (report.html links
+        by name); None when none is."""
+        return next((i for i, e in enumerate(self.entries) if e.name == name), None)
+
     def _load(self, e: JobEntry, stamp: tuple[int, int]) -> None:
         view = load_job(e.path)
         e.view, e.stamp, e.intervals = view, stamp, None

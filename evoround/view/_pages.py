@@ -17,14 +17,20 @@ from evoround.results import RoundResult
 from evoround.view._blame import blame
 from evoround.view._index import HEADLINE, JobEntry, JobIndex, RoundKey, attempts_of
 from evoround.view._round import RoundDetail, clean_message, round_detail
+from evoround.view._text import plain, visible
 
-LIVE_REFRESH_SEC = 5
+LIVE_REFRESH_SEC = 2
+"""How often the jobs page and a running job's grid reload themselves (a meta refresh: the
+pages run no script), so a recorded round shows within about this long. A round page does
+not reload: a recorded round does not change, and a reload would fold what was unfolded."""
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("evoround.view", "templates"),
     autoescape=True,
     undefined=jinja2.StrictUndefined,
 )
 _ENV.globals["clean"] = clean_message
+_ENV.filters["plain"] = plain
+_ENV.filters["visible"] = visible
 _ENV.filters["fid"] = lambda path: hashlib.sha1(
     str(path).encode(), usedforsecurity=False
 ).hexdigest()[:12]
@@ -38,8 +44,12 @@ class NotFound(LookupError):
 
 def render(name: str, **ctx: Any) -> str:
     ctx.setdefault("live", 0)
+    ctx.setdefault("live_why", "running")
     ctx.setdefault("crumbs", [])
     return _ENV.get_template(name).render(**ctx)
+
+
+_ENV.globals["status_css"] = lambda status: _css(status)
 
 
 def round_href(job: int, k: RoundKey) -> str:
@@ -64,34 +74,47 @@ def _pct(point: float | None, iv: dict[str, Any] | None, figure: str) -> str:
 # ---- jobs ------------------------------------------------------------------------
 
 
-def jobs_page(index: JobIndex) -> str:
+def jobs_page(index: JobIndex, query: dict[str, str] | None = None) -> str:
+    """Every job with its leaderboard figures; ``?agent=NAME`` keeps that agent's jobs (a
+    job has one agent, so this is the viewer's filter by agent)."""
+    agent = (query or {}).get("agent", "")
     rows = []
+    agents: set[str] = set()
     live = pending = False
     for i in range(len(index.entries)):
         e = _entry(index, i)
         assert e.view is not None
-        ivs = e.intervals or {}
+        agents.add(e.view.config.agent)
+        if agent and e.view.config.agent != agent:
+            continue
+        rows.append(_job_row(i, e))
         pending = pending or e.intervals is None
-        rows.append(
-            {
-                "index": i,
-                "name": e.name,
-                "agent": e.view.config.agent,
-                "running": e.running,
-                "records": len(e.rounds),
-                "path": str(e.path),
-                "figures": {f: _pct(e.points.get(f), ivs.get(f), f) for f in HEADLINE},
-            }
-        )
         live = live or e.running
     return render(
         "jobs.html.j2",
         title="Jobs",
         jobs=rows,
+        agents=sorted(agents),
+        agent=agent,
         figures=HEADLINE,
         pending=pending,
         live=LIVE_REFRESH_SEC if live or pending else 0,
+        live_why="running" if live else "intervals being computed",
     )
+
+
+def _job_row(i: int, e: JobEntry) -> dict[str, Any]:
+    assert e.view is not None
+    ivs = e.intervals or {}
+    return {
+        "index": i,
+        "name": e.name,
+        "agent": e.view.config.agent,
+        "running": e.running,
+        "records": len(e.rounds),
+        "path": str(e.path),
+        "figures": {f: _pct(e.points.get(f), ivs.get(f), f) for f in HEADLINE},
+    }
 
 
 def _entry(index: JobIndex, i: int) -> JobEntry:
@@ -228,6 +251,18 @@ def _compare_href(a: str, b: str) -> str:
     return f"/compare?a={quote(a, safe='/')}&b={quote(b, safe='/')}"
 
 
+def round_model(rec: RoundResult) -> str:
+    """The round's model calls, tokens and cost as recorded (the record's ``usage``, and the
+    call count when ``--proxy`` recorded the calls); "not recorded" for what is absent."""
+    u, m = rec.usage, rec.model_usage
+    calls = f"{m.calls} call(s){f', {m.failed} failed' if m.failed else ''}, " if m else ""
+    if u is None:
+        return f"{calls}tokens and cost not recorded"
+    cost = f"${u.cost_usd:.4f}" if u.cost_usd is not None else "cost not recorded"
+    tokens = f"{u.total_tokens:,} tokens (in {u.prompt_tokens:,}, out {u.completion_tokens:,})"
+    return f"{calls}{tokens}, {cost}"
+
+
 def round_page(index: JobIndex, i: int, k: RoundKey, q: str = "") -> str:
     e, rec = _record(index, i, k)
     d = round_detail(e.path, rec)
@@ -251,6 +286,7 @@ def round_page(index: JobIndex, i: int, k: RoundKey, q: str = "") -> str:
         d=d,
         css=_css(str(rec.status)),
         instruction=_instruction(d),
+        model=round_model(rec),
         blames=blame(e.path, rec, attempt),
         round_href=href,
         prev=href(k.round - 1) if k.round - 1 in neighbours else "",
@@ -258,7 +294,7 @@ def round_page(index: JobIndex, i: int, k: RoundKey, q: str = "") -> str:
         compares=_compares(index, i, k),
         events=_search(d.events, q),
         q=q,
-        live=LIVE_REFRESH_SEC if e.running else 0,
+        running=e.running,
     )
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evoround.results import CHANGES_FILE, PATCH_FILE, RoundChanges, RoundResult
+from evoround.results import CHANGES_FILE, PATCH_FILE, RoundChanges, RoundResult, RoundUsage
+from evoround.view._text import cap_parts, parts, plain, visible
 
 MAX_EVENTS = 2000
 """Trajectory events shown per round (the rest are counted)."""
@@ -34,8 +35,8 @@ def cap(text: str, limit: int = MAX_EVENT_CHARS) -> str:
 
 
 def clean_message(text: str | None) -> str:
-    """A failing test's message without the verifier's scratch path."""
-    return cap(_SCRATCH.sub("tests/", text or ""))
+    """A failing test's message without colour codes and the verifier's scratch path."""
+    return cap(_SCRATCH.sub("tests/", plain(text or "")))
 
 
 def _read(path: Path) -> str | None:
@@ -69,17 +70,65 @@ class RoundDetail:
 
 
 def _event(raw: dict[str, Any]) -> dict[str, Any]:
-    args = raw.get("arguments")
+    args = raw.get("arguments") if isinstance(raw.get("arguments"), dict) else None
+    segments = cap_parts(parts(str(raw.get("content") or "")), MAX_EVENT_CHARS)
     return {
-        "type": str(raw.get("type", "?"))[:40],
-        "role": str(raw.get("role") or "")[:40],
-        "name": str(raw.get("name") or "")[:200],
-        "content": cap(str(raw.get("content") or "")),
-        "arguments": cap(json.dumps(args, indent=1, default=str)) if args else "",
+        "type": plain(str(raw.get("type", "?")))[:40],
+        "role": plain(str(raw.get("role") or ""))[:40],
+        "name": plain(str(raw.get("name") or ""))[:200],
+        "content": "".join(t for _, t in segments),
+        "parts": segments,
+        "arguments": _arguments(args),
         "exit_code": raw.get("exit_code") if isinstance(raw.get("exit_code"), int) else None,
-        "usage": raw.get("usage") if isinstance(raw.get("usage"), dict) else None,
+        "model": model_figures(raw, args),
         "timestamp": str(raw.get("timestamp") or "")[:40],
     }
+
+
+_ESCAPED_CSI = re.compile(r"\\u001b\[[0-9;?]*[A-Za-z]")
+"""A colour code inside JSON text (where ESC is written ``\\u001b``)."""
+
+
+def _arguments(args: dict[str, Any] | None) -> str:
+    """Tool arguments as indented JSON, unicode as itself and colour codes removed."""
+    if not args:
+        return ""
+    text = json.dumps(args, indent=1, default=str, ensure_ascii=False)
+    return cap(plain(_ESCAPED_CSI.sub("", text)))
+
+
+def _number(v: object) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def model_figures(raw: dict[str, Any], args: dict[str, Any] | None) -> dict[str, str] | None:
+    """Tokens, cost and latency of a model call as the event recorded them (a ``model_call``
+    event, or any event carrying token usage); each says "not recorded" when absent.
+
+    Where each comes from: ``usage`` (token counts, OpenAI or Anthropic names),
+    ``arguments.cost_usd`` (Harbor's per-step metrics), ``arguments.duration_sec`` (the
+    ``--proxy`` timing of the call)."""
+    usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else None
+    if raw.get("type") != "model_call" and not usage:
+        return None
+    args = args or {}
+    cost, latency = _number(args.get("cost_usd")), _number(args.get("duration_sec"))
+    status = str(args.get("status") or "")[:40]
+    code = args.get("status_code")
+    return {
+        "tokens": _tokens(usage or {}),
+        "cost": f"${cost:.4f}" if cost is not None else "cost not recorded",
+        "latency": f"{latency:.2f} s" if latency is not None else "latency not recorded",
+        "status": "" if status in ("", "success") else f"{status} {code if code else ''}".strip(),
+    }
+
+
+def _tokens(usage: dict[str, Any]) -> str:
+    counts = {k: int(v) for k, v in usage.items() if _number(v) is not None}
+    u = RoundUsage.from_counts([counts]) if counts else None
+    if u is None:
+        return "tokens not recorded"
+    return f"{u.total_tokens:,} tokens (in {u.prompt_tokens:,}, out {u.completion_tokens:,})"
 
 
 def read_events(folder: Path) -> tuple[list[dict[str, Any]], int]:
@@ -126,7 +175,9 @@ def read_patches(folder: Path, changes: RoundChanges | None) -> list[FilePatch]:
     if changes is not None:
         kinds = {c.path: k for k in ("added", "modified", "deleted") for c in getattr(changes, k)}
     out: list[FilePatch] = []
-    lines = text.splitlines()
+    lines = text.split("\n")  # not splitlines: a \r or \x1c inside a line is content
+    if lines[-1] == "":
+        lines.pop()
     i = 0
     while i < len(lines):
         if lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
@@ -138,7 +189,7 @@ def read_patches(folder: Path, changes: RoundChanges | None) -> list[FilePatch]:
                 and lines[j + 1].startswith("+++ ")
             ):
                 j += 1
-            body = [(_line_class(x), x) for x in lines[i + 2 : j]]
+            body = [(_line_class(x), visible(x)) for x in lines[i + 2 : j]]
             out.append(FilePatch(path=path, kind=kinds.get(path, "modified"), lines=body))
             i = j
         else:
@@ -152,12 +203,41 @@ def _patch_path(minus: str, plus: str) -> str:
 
 
 def read_checks(folder: Path) -> list[dict[str, Any]]:
+    """The round's check results, each as the page shows it (id, result, detail, evidence
+    lines), whatever the file holds: a malformed entry shows as "?" rather than failing."""
     text = _read(folder / "checks.json")
     try:
         data = json.loads(text) if text else []
     except ValueError:
         return []
-    return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []
+    return [_check(c) for c in data if isinstance(c, dict)] if isinstance(data, list) else []
+
+
+def _check(c: dict[str, Any]) -> dict[str, Any]:
+    found = c.get("evidence")
+    evidence: list[Any] = found if isinstance(found, list) else []
+    return {
+        "id": plain(str(c.get("id") or "?"))[:200],
+        "result": plain(str(c.get("result") or "?"))[:40],
+        "detail": cap(plain(str(c.get("detail") or "")), 4000),
+        "evidence": [_evidence(e) for e in evidence[:20]],
+    }
+
+
+def _evidence(e: object) -> str:
+    """One evidence item as a line: ``kind #event path: excerpt``."""
+    if not isinstance(e, dict):
+        return cap(plain(str(e)), 2000)
+    index = e.get("index")
+    head = [
+        str(e.get("kind") or ""),
+        f"#{index}" if isinstance(index, int) else "",
+        str(e.get("path") or ""),
+    ]
+    where = " ".join(h for h in head if h)
+    return cap(
+        plain(f"{where}: {e.get('excerpt') or ''}" if where else str(e.get("excerpt") or "")), 2000
+    )
 
 
 def round_detail(job_dir: Path, rec: RoundResult) -> RoundDetail:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from evoround.reports import BY_NAME
 from evoround.view._index import JobIndex, RoundKey
 from evoround.view._pages import NotFound, compare_page, grid_page, jobs_page, render, round_page
 
@@ -31,19 +32,25 @@ HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-_ROUND = re.compile(r"^/job/(\d+)/round/([^/]+)/(mt|sr)/(\d+)/(\d+)$")
-_GRID = re.compile(r"^/job/(\d+)$")
+_JOB = re.compile(
+    rf"^(?:/job/(\d+)|{re.escape(BY_NAME)}([^/]+))(?:/round/([^/]+)/(mt|sr)/(\d+)/(\d+))?$"
+)
+"""A job by position (the viewer's own links) or by folder name (report.html's links),
+then optionally one of its rounds."""
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 def _route(index: JobIndex, path: str, query: dict[str, str]) -> str:
     if path == "/":
-        return jobs_page(index)
-    if m := _GRID.match(path):
-        return grid_page(index, int(m[1]), query)
-    if m := _ROUND.match(path):
-        key = RoundKey(unquote(m[2]), m[3], int(m[4]), int(m[5]))
-        return round_page(index, int(m[1]), key, query.get("q", "")[:200])
+        return jobs_page(index, query)
+    if m := _JOB.match(path):
+        i = int(m[1]) if m[1] is not None else index.position(unquote(m[2]))
+        if i is None:
+            raise NotFound(f"no job named {unquote(m[2])!r} is served here")
+        if m[3] is None:
+            return grid_page(index, i, query)
+        key = RoundKey(unquote(m[3]), m[4], int(m[5]), int(m[6]))
+        return round_page(index, i, key, query.get("q", "")[:200])
     if path == "/compare":
         return compare_page(index, query.get("a", ""), query.get("b", ""))
     raise NotFound(f"no page {path}")

@@ -130,21 +130,33 @@ def calc_change(rnd: int) -> tuple[RoundChanges, str]:
 
 
 def synthetic_job(
-    root: Path, name: str, tasks: int, rounds: int, attempts: int = 1, events: int = 40
+    root: Path,
+    name: str,
+    tasks: int,
+    rounds: int,
+    attempts: int = 1,
+    events: int = 40,
+    agent: str = "scripted:synth",
 ) -> Path:
     """A finished job of ``tasks`` x ``attempts`` x ``rounds`` in MT and SR, every round
-    with a trajectory of ``events`` events and a recorded change; the last MT round of
+    with a trajectory of ``events`` events (command output in ANSI colour) and a recorded
+    change; the last MT round of
     each attempt fails by a regression of round 1 in calc.py."""
     job = root / name
     job.mkdir(parents=True)
     names = {f"t{i:03d}": rounds for i in range(tasks)}
     (job / "job.json").write_text(
-        job_config(name, names, attempts=attempts).model_dump_json(), encoding="utf-8"
+        job_config(name, names, agent=agent, attempts=attempts).model_dump_json(),
+        encoding="utf-8",
     )
     evs = [
         {"type": "message", "role": "user", "content": "Add f{i}() to calc.py."},
         *[
-            {"type": "command", "content": f"echo step {j}\nstep {j}", "exit_code": 0}
+            {  # coloured as a terminal program writes it
+                "type": "command",
+                "content": f"echo step {j}\n\x1b[32mstep {j}\x1b[0m",
+                "exit_code": 0,
+            }
             for j in range(events - 2)
         ],
         {
@@ -168,4 +180,33 @@ def synthetic_job(
                     rec = record(name, task, mode, a, r, rounds, passed=not fail, **extra)
                     ch, patch = calc_change(r)
                     write_round(job, rec, events=evs, changes=ch, patch=patch, checks=[])
+    return job
+
+
+ANSI_OUT = (
+    "\x1b[1m\x1b[31mFAILED\x1b[0m tests/test_calc.py::test_f1 - \x1b[32massert\x1b[39m 0 == 1\r\n"
+    "progress 10%\rprogress 100%\n\x1b]0;window title\x07done \x1b[38;5;196mred256\x1b[0m"
+)
+UNICODE = "héllo ✓ 日本語 🚀 مرحبا"
+NAMED = 'src/"><svg onload=alert(1)>\u202eyp.exe\x1b[31m.py'
+
+
+def hostile_names_job(tmp_path: Path) -> Path:
+    """A round whose output is coloured, whose text is unicode and whose file names hold
+    markup, a right-to-left override and an escape byte."""
+    job = tmp_path / "u"
+    job.mkdir()
+    (job / "job.json").write_text(job_config("u", {"t": 1}).model_dump_json())
+    ch = RoundChanges(added=[FileChange(path=NAMED, size=10)])
+    patch = f"--- /dev/null\n+++ b/{NAMED}\n@@ -0,0 +1,2 @@\n+{UNICODE}\n+\x1b[31mred\x1b[0m\n"
+    extra = regression(NAMED, "test_x", ANSI_OUT, 1)
+    rec = record("u", "t", "mt", 1, 1, 1, passed=False, **extra)
+    events = [
+        {"type": "message", "role": "user", "content": f"Fix {UNICODE}"},
+        {"type": "tool_call", "name": "bash", "arguments": {"cmd": f"cat {UNICODE}"}},
+        {"type": "command", "content": ANSI_OUT, "exit_code": 1},
+        {"type": "command", "content": "\x1b[32m" + "y" * 50_000 + "\x1b[0m" + "z" * 50_000},
+    ]
+    checks = [{"id": "c1", "result": "fail", "detail": "\x1b[31mbad\x1b[0m", "evidence": []}]
+    write_round(job, rec, events=events, changes=ch, patch=patch, checks=checks)
     return job

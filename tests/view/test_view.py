@@ -16,7 +16,16 @@ import pytest
 
 from evoround.results import FileChange, RoundChanges
 from evoround.view import JobIndex, ViewError, ViewServer
-from tests.view.jobs import calc_change, job_config, record, regression, synthetic_job, write_round
+from tests.view.jobs import (
+    UNICODE,
+    calc_change,
+    hostile_names_job,
+    job_config,
+    record,
+    regression,
+    synthetic_job,
+    write_round,
+)
 
 HOSTILE = '<script>document.title="pwned"</script><img src=x onerror="alert(1)">'
 
@@ -163,3 +172,73 @@ def test_intervals_arrive_without_blocking_the_page(served: ViewServer) -> None:
         time.sleep(0.5)
         first = get(served, "/")[1]
     assert "66.7 [66.7, 66.7]" in first  # identical tasks: a zero-width interval
+
+
+def test_ansi_unicode_and_markup_in_file_names_render_readably(tmp_path: Path) -> None:
+    with ViewServer(JobIndex([hostile_names_job(tmp_path)])) as s:
+        code, page, _ = get(s, "/job/0/round/t/mt/1/1")
+    assert code == 200
+    assert "\x1b" not in page and "[0m" not in page.replace("␛[0m", "")  # no escape noise
+    assert '<span class="a-red a-b">FAILED</span>' in page  # colour kept, as a fixed class
+    assert '<span class="a-green">assert</span> 0 == 1' in page
+    assert "progress 100%" in page and "progress 10%" not in page  # the \r redraw
+    assert "window title" not in page and "done red256" in page
+    assert page.count(UNICODE) >= 3  # message, tool arguments (not \\u escapes), diff
+    assert "<svg" not in page and "&lt;svg onload=alert(1)&gt;" in page  # the file name
+    assert "⟦U+202E⟧yp.exe␛[31m.py" in page  # override and escape byte made visible
+    assert "␛[31mred␛[0m" in page  # the diff shows a file's escape bytes as they are
+    assert "FAILED tests/test_calc.py::test_f1 - assert 0 == 1" in page  # test message, plain
+    assert "characters not shown" in page and "y" * 100 in page and "z" * 100 in page
+    assert '<span class="a-green">' + "y" * 100 in page  # the cut keeps the colour
+
+
+def test_model_calls_show_tokens_cost_and_latency_or_not_recorded(tmp_path: Path) -> None:
+    job = tmp_path / "m"
+    job.mkdir()
+    (job / "job.json").write_text(job_config("m", {"t": 1}).model_dump_json())
+    events = [
+        {
+            "type": "model_call",
+            "name": "openai/gpt-x",
+            "usage": {"prompt_tokens": 1200, "completion_tokens": 34},
+            "arguments": {"call_id": "c1", "status": "success", "duration_sec": 2.5},
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": "hi",
+            "usage": {"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 2},
+            "arguments": {"cost_usd": 0.0123},
+        },
+        {
+            "type": "model_call",
+            "name": "m2",
+            "arguments": {"status": "failure", "status_code": 429},
+        },
+        {"type": "command", "content": "ls"},
+    ]
+    usage = {"prompt_tokens": 1215, "completion_tokens": 36, "total_tokens": 1251}
+    rec = record("m", "t", "mt", 1, 1, 1, usage=usage)
+    write_round(job, rec, events=events, changes=None, checks=[])
+    with ViewServer(JobIndex([job])) as s:
+        page = get(s, "/job/0/round/t/mt/1/1")[1]
+    assert "1,234 tokens (in 1,200, out 34) · cost not recorded · 2.50 s" in page
+    assert "17 tokens (in 15, out 2) · $0.0123 · latency not recorded" in page
+    assert "tokens not recorded · cost not recorded · latency not recorded" in page
+    assert "failure 429" in page
+    assert page.count('class="model"') == 3  # the command has no model figures
+    assert "model: 1,251 tokens (in 1,215, out 36), cost not recorded" in page
+
+
+def test_jobs_page_filters_by_agent(tmp_path: Path) -> None:
+    a = synthetic_job(tmp_path, "ja", tasks=1, rounds=1, events=1, agent="claude-code")
+    b = synthetic_job(tmp_path, "jb", tasks=1, rounds=1, events=1, agent="<b>codex</b>")
+    with ViewServer(JobIndex([a, b])) as s:
+        everything = get(s, "/")[1]
+        one = get(s, "/?agent=claude-code")[1]
+        none = get(s, "/?agent=nobody")[1]
+    assert '<option value="claude-code">' in everything and ">ja</a>" in everything
+    assert '<option value="&lt;b&gt;codex&lt;/b&gt;">' in everything and ">jb</a>" in everything
+    assert ">ja</a>" in one and ">jb</a>" not in one and "1 job(s) of agent claude-code" in one
+    assert '<option value="claude-code" selected>' in one
+    assert "0 job(s) of agent nobody" in none
