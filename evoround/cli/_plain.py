@@ -64,8 +64,8 @@ class PlainObserver(JobObserver):
         with self._lock:
             self.total += sum(u.rounds for u in units)
             self._t0 = time.monotonic()
-            total, done = self.total, self.done
-        already = f" ({done} already recorded)" if done else ""
+            total = self.total
+        already = f" ({skipped} of {len(units)} units done already)" if skipped else ""
         if self.notice:  # when the job starts: an early error prints alone
             self._line(self.notice)
         self._line(f"job started: {total} rounds in {len(units)} units{already}")
@@ -76,10 +76,10 @@ class PlainObserver(JobObserver):
             self._beat.start()
 
     def job_skipped(self, done: list[Unit]) -> None:
+        """Units a resume finds done: settled already (job_started counted their rounds
+        in the total)."""
         with self._lock:
-            n = sum(u.rounds for u in done)
-            self.done += n
-            self.total += n
+            self.done += sum(u.rounds for u in done)
 
     def unit_started(self, unit: Unit) -> None:
         with self._lock:

@@ -55,6 +55,14 @@ def test_stderr_to_a_file_gets_one_line_per_round_a_heartbeat_and_the_summary(
     )
     assert any("Leaderboard" in line for line in lines[end:])  # the report follows the progress
     assert "\x1b[" not in text  # no terminal control codes in a log
+    again = subprocess.run(
+        [*CLI, "run", "--resume", str(tmp_path / "runs" / "j"), "--progress", "plain"],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    # a resumed finished job: nothing ran, every round settled once (was 8/16)
+    assert "job started: 8 rounds in 5 units (5 of 5 units done already)" in again.stderr
+    assert "ended: 8/8 rounds settled, 0 recorded (none)" in again.stderr, again.stderr
 
 
 def test_progress_none_prints_no_progress(tmp_path: Path) -> None:
