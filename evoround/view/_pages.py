@@ -19,7 +19,7 @@ from evoround.view._index import HEADLINE, JobEntry, JobIndex, RoundKey, attempt
 from evoround.view._round import RoundDetail, clean_message, round_detail
 from evoround.view._text import plain, visible
 
-LIVE_REFRESH_SEC = 2
+LIVE_REFRESH_SEC = 1
 """How often the jobs page and a running job's grid reload themselves (a meta refresh: the
 pages run no script), so a recorded round shows within about this long. A round page does
 not reload: a recorded round does not change, and a reload would fold what was unfolded."""
