@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -271,9 +272,22 @@ def environment_error(e: OSError) -> str:
     return f"cannot write {where}: {e.strerror or e} ({hint})"
 
 
+def _quiet_library_warnings() -> None:
+    """litellm's types make pydantic warn about TypedDict ``ReadOnly`` items when litellm
+    is first imported, which can be at any moment of a run (even after the job's last
+    line): noise about a library's internals, not about the user's job. Shown when the
+    user sets ``-W``/``PYTHONWARNINGS`` themselves (no settings read: --help stays light)."""
+    if sys.warnoptions:
+        return
+    warnings.filterwarnings(
+        "ignore", message=r".*using the `ReadOnly` qualifier", category=UserWarning
+    )
+
+
 def _main() -> int:
     """The last line of defence: an unexpected exception is one line and exit 3, not a
     traceback (``EVOROUND_DEBUG=1`` shows it, for a bug report)."""
+    _quiet_library_warnings()
     try:
         return _run_app()
     except Exception as e:

@@ -297,3 +297,22 @@ def test_a_read_only_evoround_home_exits_2_naming_the_path(
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and str(home) in lines[0] and "read-only" in lines[0], lines
     assert "evoround bug" not in res.stderr and "Traceback" not in res.stderr
+
+
+def test_litellms_pydantic_readonly_warnings_are_not_printed() -> None:
+    """litellm makes pydantic warn about TypedDict ``ReadOnly`` items when it is first
+    imported, at any moment of a run (CI once saw it after the job's last line). The CLI
+    drops exactly that warning; others still show."""
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings\n"
+        "from evoround.cli._app import _quiet_library_warnings\n"
+        "_quiet_library_warnings()\n"
+        "warnings.warn(\"Item 'login' on TypedDict class '_G' is using the `ReadOnly` "
+        'qualifier. Pydantic will not protect items", UserWarning)\n'
+        "warnings.warn('something else', UserWarning)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "ReadOnly" not in res.stderr and "something else" in res.stderr, res.stderr
