@@ -73,6 +73,21 @@ def _normalise(data: Any, job: str) -> Any:
     return data
 
 
+CONFIGURATION_KEYS = frozenset({"config", "protocol", "sandbox", "isolation"})
+"""Keys that describe the configuration a job ran in (its options, the report's protocol
+table, the sandbox and its isolation): they differ between two configurations by design,
+and are what :func:`figures_only` leaves out when two configurations are compared."""
+
+
+def figures_only(data: Any) -> Any:
+    """:func:`figures` without :data:`CONFIGURATION_KEYS` (at any depth)."""
+    if isinstance(data, dict):
+        return {k: figures_only(v) for k, v in data.items() if k not in CONFIGURATION_KEYS}
+    if isinstance(data, list):
+        return [figures_only(v) for v in data]
+    return data
+
+
 def differences(a: Any, b: Any, where: str = "") -> list[str]:
     """Each leaf that differs between two :func:`figures`, as ``path: a != b``."""
     if isinstance(a, dict) and isinstance(b, dict):

@@ -1,11 +1,14 @@
 """Configuration invariance, the cheap legs (DESIGN "Configuration invariance"): one fixed
 job gives the same figures, every one of ``report --json`` (tests/invariance.py), with one
-worker or two, and killed with SIGKILL mid-job then resumed.
+worker or two, killed with SIGKILL mid-job then resumed, in the local sandbox under
+unshare instead of bubblewrap, and in Docker (the default workspace snapshots and commit
+snapshots): the diff-based process checks, CSR, ISR and the compliance decay included.
 
 The job: the bundled ``pricing`` task (process checks of several kinds, so CSR, ISR and the
 compliance decay are figures too) under the bundled ``scripted:regressor`` agent (round 3
 regresses in MT only: a failure class, a state penalty, a Gap), rounds 1-3, one attempt,
-MT and SR, in the local sandbox. The multi-node Ray and Docker legs live elsewhere."""
+MT and SR, in the local sandbox (bubblewrap) as the baseline. The multi-node Ray leg is
+not here yet."""
 
 from __future__ import annotations
 
@@ -21,17 +24,17 @@ import pytest
 from evoround.tasks import library_path
 from tests.engine.test_resume_kill import cli, n_records, run_and_kill
 from tests.helpers import evoround_cli
-from tests.invariance import differences, figures
+from tests.invariance import differences, figures, figures_only
 
 pytestmark = pytest.mark.slow
 
 JOB = ("--agent", "scripted:regressor", "--rounds", "1-3", "--mode", "both")
 
 
-def _run(root: Path, job: str, *extra: str) -> Path:
+def _run(root: Path, job: str, *extra: str, env: dict[str, str] | None = None) -> Path:
     res = evoround_cli(
         "run", str(library_path() / "pricing"), *JOB, "--out", str(root / "runs"),
-        "--job", job, *extra, env=_env(root),
+        "--job", job, *extra, env={**_env(root), **(env or {})},
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     return root / "runs" / job
@@ -56,6 +59,37 @@ def test_two_workers_change_no_figure(baseline: tuple[Path, Any]) -> None:
     root, one = baseline
     two = _run(root, "job-two", "-j", "2")
     assert differences(one, figures(two, env=_env(root))) == []
+
+
+def test_unshare_instead_of_bubblewrap_changes_no_figure(baseline: tuple[Path, Any]) -> None:
+    root, one = baseline
+    job = _run(root, "job-unshare", env={"EVOROUND_LOCAL_ISOLATION": "unshare"})
+    other = figures(job, env=_env(root))
+    assert other["jobs"][0]["isolation"] == "unshare"  # the leg ran what it says
+    assert differences(figures_only(one), figures_only(other)) == []
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("snapshots", ["workspace", "commit"])
+def test_docker_changes_no_figure(
+    baseline: tuple[Path, Any], snapshots: str, docker_client: Any
+) -> None:
+    """Docker gives the figures of the local baseline, process checks included (before
+    diffs were read through the provider, every diff-based check was n/a in Docker)."""
+    root, one = baseline
+    job = _run(
+        root, f"job-docker-{snapshots}", "--sandbox", "docker",
+        env={"EVOROUND_DOCKER_SNAPSHOT": snapshots},
+    )  # fmt: skip
+    other = figures(job, env=_env(root))
+    assert other["jobs"][0]["config"]["sandbox"] == "docker"
+    # the leg ran the snapshot mode it says: commit snapshots are images (sha256 locators)
+    metas = [json.loads(m.read_text()) for m in (root / "home/store/meta").glob("agent-*.json")]
+    mine = [m for m in metas if m["attempt"].startswith(f"job-docker-{snapshots}/")]
+    assert mine and {m["backend"] for m in mine} == {"docker"}
+    assert all(m["locator"].startswith("sha256:") == (snapshots == "commit") for m in mine)
+    assert other["jobs"][0]["compliance"]["checks"] > 0  # diff-based checks are scored
+    assert differences(figures_only(one), figures_only(other)) == []
 
 
 def test_kill_and_resume_change_no_figure(baseline: tuple[Path, Any]) -> None:
