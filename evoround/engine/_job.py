@@ -42,7 +42,7 @@ from evoround.results import (
     TaskRef,
     read_results,
 )
-from evoround.sandboxes import SandboxError, make_provider
+from evoround.sandboxes import SandboxError, make_provider, sweep_job_folder
 from evoround.scaffolds import Scaffold
 from evoround.settings import evoround_home
 from evoround.snapshots import SnapshotStore
@@ -214,7 +214,17 @@ def _run_locked(job: _Job, observer: JobObserver, options: RunOptions) -> Path:
                 if ray is not None:
                     ray.close()
                 raise
-            return _execute(job, observer, options, ray)
+            try:
+                return _execute(job, observer, options, ray)
+            finally:  # still under the lock: no unit of this folder is live any more
+                left = sweep_job_folder(job.sandbox, job.job_dir)
+                if left:
+                    logging.getLogger(__name__).warning(
+                        "%s: removed %d sandbox(es) a lost node left: %s",
+                        job.job_dir,
+                        len(left),
+                        ", ".join(left[:5]),
+                    )
     except ClusterError:
         if created:  # nothing ran
             shutil.rmtree(job.job_dir, ignore_errors=True)

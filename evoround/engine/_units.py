@@ -22,7 +22,7 @@ from evoround.engine._controller import (
 )
 from evoround.engine._resume import mt_resume_point
 from evoround.results import ISOLATION_FILE, Mode, RoundResult
-from evoround.sandboxes import SandboxProvider, make_provider
+from evoround.sandboxes import SandboxProvider, job_folder_key, make_provider
 from evoround.tasks import Task
 
 if TYPE_CHECKING:
@@ -175,6 +175,7 @@ def job_provider(
         base_image_map=base_image_map or None,
         hidden=[job_dir],
         persistent=scaffold.persistent_processes,
+        job_folder=job_folder_key(job_dir),
     )
     record_isolation(job_dir, provider)
     return provider

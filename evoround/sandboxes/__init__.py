@@ -6,7 +6,12 @@ The contract both backends pass lives in the sub-room ``evoround.sandboxes.commo
 nothing of agents, reports or the job that uses them.
 """
 
-from evoround.sandboxes._providers import docker_reachable, make_provider
+from evoround.sandboxes._providers import (
+    docker_reachable,
+    job_folder_key,
+    make_provider,
+    sweep_job_folder,
+)
 from evoround.sandboxes.common import (
     READ_LIMIT,
     ExecResult,
@@ -39,8 +44,10 @@ __all__ = [
     "VerifierPython",
     "choose_isolation",
     "docker_reachable",
+    "job_folder_key",
     "make_provider",
     "owner_dead",
     "process_start",
+    "sweep_job_folder",
     "this_owner",
 ]

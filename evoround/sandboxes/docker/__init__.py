@@ -2,7 +2,11 @@
 the one-endpoint network relay, and clean-up of what a run left behind.
 """
 
-from evoround.sandboxes.docker._cleanup import CleanupReport, cleanup_docker
+from evoround.sandboxes.docker._cleanup import (
+    CleanupReport,
+    cleanup_docker,
+    remove_job_folder_containers,
+)
 from evoround.sandboxes.docker._config import LABEL_JOB, SnapshotMode
 from evoround.sandboxes.docker._images import (
     DEFAULT_SUITE,
@@ -40,6 +44,7 @@ __all__ = [
     "bootstrap_base_image",
     "cleanup_docker",
     "connect",
+    "remove_job_folder_containers",
     "context_hash",
     "default_base_image",
     "dockerfile_base",

@@ -7,7 +7,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from evoround.sandboxes.docker._config import LABEL, LABEL_JOB, safe_name
+from evoround.sandboxes.docker._config import LABEL, LABEL_JOB, LABEL_JOB_FOLDER, safe_name
 from evoround.sandboxes.docker._images import (
     ROLE_LABEL,
 )
@@ -44,6 +44,23 @@ def cleanup_docker(
     _remove_containers(client, report, job=job, dry_run=dry_run)
     _remove_images(client, report, job=job, include_cache=include_cache, dry_run=dry_run)
     return report
+
+
+def remove_job_folder_containers(client: docker.DockerClient, key: str) -> list[str]:
+    """Remove every container labelled with job folder ``key``; their names.
+
+    Called by the run that holds the job's lock once its units are over: no live unit of
+    that folder can own one then, so what is left was left by a lost node (a killed Ray
+    worker's sandboxes are siblings on the engine and outlive it)."""
+    gone: list[str] = []
+    filters = {"label": [f"{LABEL}=1", f"{LABEL_JOB_FOLDER}={key}"]}
+    for c in client.api.containers(all=True, filters=filters):
+        try:
+            client.api.remove_container(c["Id"], force=True, v=True)
+        except docker.errors.NotFound:
+            continue
+        gone.append((c.get("Names") or [c["Id"][:12]])[0].lstrip("/"))
+    return gone
 
 
 def _remove_containers(

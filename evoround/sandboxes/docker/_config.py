@@ -14,6 +14,9 @@ LABEL = "evoround"
 LABEL_JOB = "evoround.job"
 LABEL_TASK = "evoround.task"
 LABEL_ATTEMPT = "evoround.attempt"
+LABEL_JOB_FOLDER = "evoround.job_folder"
+"""A key of the job folder's path (same on every node of a cluster): the containers of one
+run of one job folder, whatever the job's name (names repeat across folders)."""
 
 
 class SnapshotMode(StrEnum):

@@ -35,6 +35,7 @@ from evoround.sandboxes.docker._config import (
     LABEL,
     LABEL_ATTEMPT,
     LABEL_JOB,
+    LABEL_JOB_FOLDER,
     LABEL_TASK,
     SCRATCH,
     SnapshotMode,
@@ -119,8 +120,12 @@ class DockerProvider(SandboxProvider):
         log: Callable[[str], None] | None = None,
         agent_mounts: dict[str, str] | None = None,
         base_image_map: dict[str, str] | None = None,
+        job_folder: str | None = None,
     ) -> None:
         self.store = store
+        self.job_folder = job_folder
+        """:func:`job_folder_key` of the job folder, labelled on every container, so the
+        run that holds the job can remove what a lost cluster node left (None: ad hoc)."""
         self.base_image_map = dict(base_image_map or {})
         """Explicit ``FROM`` -> local image substitutions (``--base-image-map``)."""
         self.agent_mounts = dict(agent_mounts or {})
@@ -143,8 +148,9 @@ class DockerProvider(SandboxProvider):
         self._pristine: dict[str, PristinePython] = {}
         self._bytecode: dict[str, str | None] = {}
         self._workdir_empty: dict[str, bool] = {}
-        self._facts = ImageFacts(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
-        self._trees = ImageTrees(lambda: self.client.api, store, {LABEL: "1", LABEL_JOB: self.job})
+        owned = {LABEL: "1", LABEL_JOB: self.job, **self._folder_label()}
+        self._facts = ImageFacts(lambda: self.client.api, store, owned)
+        self._trees = ImageTrees(lambda: self.client.api, store, owned)
         self._live: dict[str, DockerSandbox] = {}
         self._pool = SparePool()
         self._pending: set[Future[Any]] = set()
@@ -308,6 +314,9 @@ class DockerProvider(SandboxProvider):
             ],
         )
 
+    def _folder_label(self) -> dict[str, str]:
+        return {LABEL_JOB_FOLDER: self.job_folder} if self.job_folder else {}
+
     def _start_container(
         self, task: Task, image: str, name: str, attempt: str, folder: HostFolder | None = None
     ) -> str:
@@ -317,6 +326,7 @@ class DockerProvider(SandboxProvider):
             LABEL_JOB: self.job,
             LABEL_TASK: task.name,
             LABEL_ATTEMPT: attempt,
+            **self._folder_label(),
         }
         cname = f"evoround-{self.job}-{safe_name(name)}-{uuid.uuid4().hex[:6]}"
         api = self.client.api
