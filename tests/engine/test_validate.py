@@ -136,11 +136,21 @@ def test_schema_error_names_file_and_field(make_task: Callable[..., Path], tmp_p
 
 
 def test_bundled_library_validates():
+    """The product's demo data, validated once in CI. It also carries what oracle and nop
+    jobs over the library proved in tests/tasks/test_library.py: the oracle passes every
+    round persistent (MT) and fast-forwarded (SR); the nop agent fails round 1; and each
+    round's new tests fail on the previous round's reference (what nop meets under SR)."""
     res = runner.invoke(app, ["tasks", "validate", str(library_path()), "--repeat", "1", "--json"])
     data = json.loads(res.stdout)
     bad = [(t["name"], f) for t in data["tasks"] for f in t["findings"] if f["status"] == "fail"]
     assert res.exit_code == 0 and data["ok"], bad
     assert {t["name"] for t in data["tasks"]} == {"ledger", "pricing", "configmigrate"}
+    for t in data["tasks"]:
+        cells = {(f["check"], f["round"]): f["status"] for f in t["findings"]}
+        for i in range(1, t["rounds"] + 1):
+            for check in ("oracle_mt", "oracle_sr", "discriminative", "determinism"):
+                assert cells.get((check, i)) == "ok", (t["name"], check, i, cells.get((check, i)))
+        assert cells.get(("nop", 1)) == "ok", t["name"]
 
 
 def test_round_whose_new_tests_collect_nothing_fails(make_task: Callable[..., Path]):
