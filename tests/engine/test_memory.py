@@ -111,7 +111,7 @@ run_job(
     modes=[Mode.mt], store=store, options=RunOptions(concurrency=1), observer=observer,
 )
 tracemalloc.stop()
-(r0, m0), (r1, m1) = observer.at[6], observer.at[30]
+(r0, m0), (r1, m1) = observer.at[6], observer.at[18]
 print(json.dumps({"rounds": r1 - r0, "per_round": (m1 - m0) / (r1 - r0),
                   "hash_cache": len(store._hash_cache)}))
 """
