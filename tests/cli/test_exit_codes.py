@@ -121,12 +121,14 @@ def test_a_failing_round_set_up_under_a_reference_state_is_a_task_error(tmp_path
 
 
 def test_every_round_model_api_is_exit_1(tmp_path: Path) -> None:
-    """The endpoint answers (the preflight passes) but every model call fails with 503."""
+    """The endpoint answers (the preflight passes) but every model call fails with 503.
+    MT only: each round spends the agent's backoff on its 4 retries (7.5 s); with SR too,
+    five rounds took 43 s for the same verdict."""
     script = {"faults": [{"status": 503, "times": 10_000}], "rounds": []}
     with serve(script) as srv:
         res = evoround("run", str(COUNTER), "--agent", "evoround-agent", "--model",
                        "openai/replay", "--api-base", srv.url, "--out", str(tmp_path / "runs"),
-                       "--job", "j", "--max-steps", "2", "--sandbox", "local")  # fmt: skip
+                       "--job", "j", "--max-steps", "2", "--sandbox", "local", "--mode", "mt")  # fmt: skip
     assert res.returncode == 1, res.stderr[-2000:]
     assert _statuses(tmp_path / "runs" / "j") == {RoundStatus.model_api}
     line = _last_line(res.stderr)

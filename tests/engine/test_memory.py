@@ -104,14 +104,14 @@ class TracedAt(JobObserver):
 tmp = Path(sys.argv[1])
 tasks_dir, _, _ = make_suite(tmp / "suite", nap=0)
 store = SnapshotStore(tmp / "store")
-observer = TracedAt((6, 30))  # 2 tasks: 3 attempts each of warm-up, then 12 more each
+observer = TracedAt((6, 18))  # 2 tasks: 3 attempts each of warm-up, then 6 more each
 tracemalloc.start()
 run_job(
-    load_tasks([tasks_dir]), OracleScaffold(), job_dir=tmp / "job", attempts=15,
+    load_tasks([tasks_dir]), OracleScaffold(), job_dir=tmp / "job", attempts=9,
     modes=[Mode.mt], store=store, options=RunOptions(concurrency=1), observer=observer,
 )
 tracemalloc.stop()
-(r0, m0), (r1, m1) = observer.at[6], observer.at[30]
+(r0, m0), (r1, m1) = observer.at[6], observer.at[18]
 print(json.dumps({"rounds": r1 - r0, "per_round": (m1 - m0) / (r1 - r0),
                   "hash_cache": len(store._hash_cache)}))
 """

@@ -65,13 +65,16 @@ def _head(env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.P
     finally:
         if ray.is_initialized():
             ray.shutdown()
+        # `ray start --block` stops what it started (about 2 s). Not a SIGTERM to its whole
+        # session: with its children signalled at once it waited, and each module's
+        # teardown ran into the 30 s below before the SIGKILL.
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)  # `ray start --block` stops what it started
-        try:
+            proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its session
+        proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

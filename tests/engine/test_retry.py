@@ -32,6 +32,19 @@ def _job(root: Path, suite: tuple[Path, Path, Path], name: str, **kw: object) ->
     return job
 
 
+Suite = tuple[Path, Path, Path]
+Clean = tuple[Suite, dict[tuple, tuple]]  # the suite, and its clean job's canonical results
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Clean:
+    """The suite and its uninterrupted job's results, run once for the module: every test
+    compares its own (injected, retried, docker) job against the same clean run."""
+    root = tmp_path_factory.mktemp("retry")
+    suite = make_suite(root / "suite", nap=0)
+    return suite, canonical(_job(root, suite, "clean"))
+
+
 def _flaky_create(monkeypatch: pytest.MonkeyPatch, fail_calls: set[int]) -> list[int]:
     """Make LocalProvider.create raise a daemon-like error on the given call numbers."""
     calls: list[int] = []
@@ -51,24 +64,24 @@ def _flaky_create(monkeypatch: pytest.MonkeyPatch, fail_calls: set[int]) -> list
 
 
 def test_infra_failures_are_retried_and_do_not_change_the_score(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    clean: Clean,
 ) -> None:
-    suite = make_suite(tmp_path / "suite", nap=0)
-    clean = canonical(_job(tmp_path, suite, "clean"))
+    suite, clean_results = clean
     calls = _flaky_create(monkeypatch, {2, 3, 7, 12})  # set-up and verification clones
     flaky = _job(tmp_path, suite, "flaky", options=RunOptions(concurrency=2))
     assert len(calls) > 12
-    assert canonical(flaky) == clean
+    assert canonical(flaky) == clean_results
     assert all(r.status is not RoundStatus.infra for r in read_results(flaky / "results.jsonl")[0])
 
 
 def test_persistent_infra_is_reported_as_infra_then_retry_failed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    clean: Clean,
 ) -> None:
-    suite = make_suite(tmp_path / "suite", nap=0)
-    clean = canonical(_job(tmp_path, suite, "clean"))
-    monkeypatch.undo()
-    monkeypatch.setenv("EVOROUND_INFRA_BACKOFF_MAX", "0.05")
+    suite, clean_results = clean
     # calls 3..6 all fail: with 2 retries one unit exhausts them (round 2 of the counter MT
     # attempt: its verification clone), which must be recorded as infra, not as failed
     _flaky_create(monkeypatch, {3, 4, 5})
@@ -77,11 +90,11 @@ def test_persistent_infra_is_reported_as_infra_then_retry_failed(
     infra = {k: v for k, v in got.items() if v[1] == "infra"}
     assert infra, got
     for key, (passed, *_rest) in infra.items():
-        assert passed is False and clean[key][0] is True  # an infra round is not the agent's
+        assert passed is False and clean_results[key][0] is True  # not the agent's
     monkeypatch.undo()
     # --retry-failed: only the infra attempts run again; the others are left as they are
     _job(tmp_path, suite, "job", options=RunOptions(retry_failed=True))
-    assert canonical(job) == clean
+    assert canonical(job) == clean_results
     kept_aside, _ = read_results(job / "results.infra.jsonl")
     assert {r.key for r in kept_aside} == set(infra)
 
@@ -97,12 +110,14 @@ def test_model_api_errors_are_their_own_class() -> None:
 
 @pytest.mark.docker
 def test_docker_daemon_error_on_container_start_is_retried(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docker_client
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    docker_client,
+    clean: Clean,
 ) -> None:
     import docker
 
-    suite = make_suite(tmp_path / "suite", nap=0)
-    clean = canonical(_job(tmp_path, suite, "clean"))
+    suite, clean_results = clean
     real = docker.api.client.APIClient.start
     injected: list[str] = []
     lock = threading.Lock()
@@ -119,6 +134,6 @@ def test_docker_daemon_error_on_container_start_is_retried(
     monkeypatch.setattr(docker.api.client.APIClient, "start", start)
     job = _job(tmp_path, suite, "docker", sandbox="docker", options=RunOptions(concurrency=2))
     assert len(injected) == 2
-    assert canonical(job) == clean
+    assert canonical(job) == clean_results
     left = docker_client.api.containers(all=True, filters={"label": "evoround.job=docker"})
     assert not left, [c["Names"] for c in left]

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from evoround import engine
 from evoround.cli import app
 from evoround.engine import Status, TaskValidation, check_leaks, validate_task
+from evoround.reports import compute_compliance
+from evoround.results import CheckOutcome, Mode, load_job
 from evoround.tasks import library_path, load_task
-from tests.helpers import COUNTER
 
 runner = CliRunner()
 
@@ -21,16 +23,9 @@ def failures(report: TaskValidation) -> list[tuple[str, int | None, str]]:
     return [(f.check, f.round, f.message) for f in report.findings if f.status is Status.fail]
 
 
-def test_counter_fixture_is_valid_with_json_and_exit_0():
-    res = runner.invoke(app, ["tasks", "validate", str(COUNTER), "--repeat", "1", "--json"])
-    assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
-    assert data["ok"] is True
-    checks = {(f["check"], f["round"]) for f in data["tasks"][0]["findings"]}
-    for i in range(1, 5):
-        for c in ("oracle_mt", "oracle_sr", "discriminative", "determinism"):
-            assert (c, i) in checks
-    assert ("nop", 1) in checks and ("retired", 4) in checks and ("leaks", None) in checks
+# That a valid task validates with exit 0 and every check in every round of its JSON is
+# test_bundled_library_validates's (the counter fixture validated here too ran the same
+# checks on a fourth task).
 
 
 def test_round_whose_new_tests_already_pass_fails_with_exit_1(make_task: Callable[..., Path]):
@@ -135,12 +130,46 @@ def test_schema_error_names_file_and_field(make_task: Callable[..., Path], tmp_p
     assert check == "schema" and "task.toml: task.activity" in msg
 
 
-def test_bundled_library_validates():
+def test_bundled_library_validates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The product's demo data, validated once in CI. It also carries what oracle jobs over
+    the library proved in tests/tasks/test_library.py and test_bundled_checklists.py (the
+    validation runs the same oracle job, kept here in ``tmp_path`` to be read): the oracle
+    passes every round persistent (MT) and fast-forwarded (SR) and fails no rule check; the
+    nop agent fails round 1; each round's new tests fail on the previous round's reference
+    (what the nop agent meets under SR)."""
+    real = engine.validate_task
+    monkeypatch.setattr(
+        engine, "validate_task", lambda p, **kw: real(p, work_dir=tmp_path / Path(p).name, **kw)
+    )
     res = runner.invoke(app, ["tasks", "validate", str(library_path()), "--repeat", "1", "--json"])
     data = json.loads(res.stdout)
     bad = [(t["name"], f) for t in data["tasks"] for f in t["findings"] if f["status"] == "fail"]
     assert res.exit_code == 0 and data["ok"], bad
     assert {t["name"] for t in data["tasks"]} == {"ledger", "pricing", "configmigrate"}
+    for t in data["tasks"]:
+        cells = {(f["check"], f["round"]): f["status"] for f in t["findings"]}
+        for i in range(1, t["rounds"] + 1):
+            for check in ("oracle_mt", "oracle_sr", "discriminative", "determinism"):
+                assert cells.get((check, i)) == "ok", (t["name"], check, i, cells.get((check, i)))
+        assert cells.get(("nop", 1)) == "ok", t["name"]
+        assert cells.get(("schema", None)) == cells.get(("leaks", None)) == "ok", t["name"]
+        retiring = {r.index for r in load_task(t["path"]).rounds if r.spec.retires}
+        assert {i for c, i in cells if c == "retired"} == retiring, t["name"]
+    assert any(f["check"] == "retired" for t in data["tasks"] for f in t["findings"])
+    oracle = [
+        r
+        for t in data["tasks"]
+        for r in load_job(tmp_path / t["name"] / f"{t['name']}-oracle").records
+    ]
+    assert {(r.task, r.mode) for r in oracle} == {
+        (t["name"], m) for t in data["tasks"] for m in Mode
+    }
+    assert all(r.passed for r in oracle)
+    fails = [(r.task, r.mode.value, r.round, c.id, c.detail) for r in oracle for c in r.checks
+             if c.result is CheckOutcome.failed]  # fmt: skip
+    assert fails == []
+    comp = compute_compliance([r for r in oracle if r.mode is Mode.mt])
+    assert comp.csr == 1.0 and comp.totals.passed > 20
 
 
 def test_round_whose_new_tests_collect_nothing_fails(make_task: Callable[..., Path]):

@@ -1,4 +1,5 @@
-"""The bundled tasks' checklists: the oracle complies, the decaying agent decays."""
+"""The bundled tasks' checklists: the decaying agent decays (the oracle's compliance is
+checked on the library validation's oracle job, tests/engine/test_validate.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import pytest
 
 from evoround.reports import compute_compliance
 from evoround.results import Mode
-from evoround.scaffolds import OracleScaffold, scaffold_from_name
+from evoround.scaffolds import scaffold_from_name
 from evoround.tasks import library_path, load_tasks
-from evoround.verifiers.checklist import CheckOutcome
 from tests.helpers import run
 
 TASKS = [t for t in load_tasks([library_path()]) if t.name in ("ledger", "pricing")]
@@ -33,14 +33,9 @@ def test_bundled_checklists_have_every_instruction_source():
         assert list(t.workspace_dir.glob("skills/*/SKILL.md"))
 
 
-def test_oracle_never_fails_a_rule_check(home: Path):
-    view = run(home, OracleScaffold(), tasks=TASKS, modes=(Mode.mt,), name="oracle")
-    assert all(r.passed for r in view.records)
-    fails = [(r.task, r.round, c.id, c.detail) for r in view.records for c in r.checks
-             if c.result is CheckOutcome.failed]  # fmt: skip
-    assert fails == []
-    comp = compute_compliance(view.records)
-    assert comp.csr == 1.0 and comp.totals.passed > 20
+# The oracle never failing a rule check (CSR 1.0 over more than 20 checks) is asserted on
+# the library validation's own oracle job: test_bundled_library_validates in
+# tests/engine/test_validate.py (an oracle job here ran the same rounds a second time).
 
 
 def test_decaying_agent_passes_tests_but_csr_falls_by_round(home: Path):
