@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import sys
 import tempfile
@@ -465,6 +466,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated mechanisms (default: all)")
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--list", action="store_true", help="list the mechanisms and exit")
+    ap.add_argument("--json", type=Path, help="also write every verdict here (JSON)")
     args = ap.parse_args()
     if args.list:
         for m in MECHANISMS:
@@ -477,6 +479,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         grader = Grader(Path(tmp))
         rows = []
+        dump: dict[str, dict[str, dict[str, list[bool]]]] = {}
         for kind in ("pytest", "script"):
             if kind not in kinds:
                 continue
@@ -487,6 +490,7 @@ def main() -> None:
             ]
             start = time.monotonic()
             on = _grade_all(grader, cases, None)
+            dump.setdefault("on", {}).update(_verdicts(on))
             print(f"[{kind}] all on: {len(cases)} cases in {time.monotonic() - start:.0f} s")
             for c in cases:
                 v = on[c.name]
@@ -499,6 +503,7 @@ def main() -> None:
                     continue
                 start = time.monotonic()
                 off = _grade_all(grader, cases, m)
+                dump[m.name] = _verdicts(off)
                 rows.append(_row(m, cases, on, off))
                 print(f"[{kind}] {m.name} off: {time.monotonic() - start:.0f} s")
                 print("  " + rows[-1], flush=True)
@@ -510,6 +515,13 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(r)
+        if args.json:
+            args.json.write_text(json.dumps(dump, indent=1), encoding="utf-8")
+
+
+def _verdicts(by_case: dict[str, Verdict]) -> dict[str, list[bool]]:
+    """case -> [passed, flagged]"""
+    return {n: [v.passed, v.flagged] for n, v in by_case.items()}
 
 
 if __name__ == "__main__":
