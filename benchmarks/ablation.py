@@ -18,9 +18,10 @@ only this mechanism stops. A mechanism whose removal lets no attack through "cat
 nothing unique" in this suite (it may still turn a plain failure into an
 ``integrity_violation``, shown by the flagged columns)::
 
-    python benchmarks/ablation.py                   # everything (about 15 min, 1 worker)
+    python benchmarks/ablation.py                   # everything (about 6 min, 1 worker)
     python benchmarks/ablation.py --only fresh,twins --kinds pytest
     python benchmarks/ablation.py --list            # the mechanisms and where they live
+    python benchmarks/ablation.py --kinds pytest --only twins+controls   # two at once
 """
 
 from __future__ import annotations
@@ -498,7 +499,7 @@ def main() -> None:
                     not c.honest and v.passed
                 ):
                     print(f"  on: {c.name}: passed={v.passed} flagged={v.flagged}")
-            for m in MECHANISMS:
+            for m in [*MECHANISMS, *_combined(only)]:
                 if m.kind != kind or (only and m.name not in only):
                     continue
                 start = time.monotonic()
@@ -517,6 +518,22 @@ def main() -> None:
             print(r)
         if args.json:
             args.json.write_text(json.dumps(dump, indent=1), encoding="utf-8")
+
+
+def _combined(names: set[str]) -> list[Mechanism]:
+    """Mechanisms named ``a+b`` on the command line: both switched off at once (what each
+    one alone leaves to the other)."""
+    by_name = {m.name: m for m in MECHANISMS}
+    out = []
+    for name in sorted(n for n in names if "+" in n):
+        parts = [by_name[p] for p in name.split("+")]
+
+        def off(mp: pytest.MonkeyPatch, parts: list[Mechanism] = parts) -> None:
+            for p in parts:
+                p.off(mp)
+
+        out.append(Mechanism(name, parts[0].kind, " + ".join(p.where for p in parts), off))
+    return out
 
 
 def _verdicts(by_case: dict[str, Verdict]) -> dict[str, list[bool]]:
