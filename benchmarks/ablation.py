@@ -408,9 +408,12 @@ class Grader:
                     for path, text in case.files.items():
                         sb.write_file(path, text)
                 label = SnapshotLabel(
-                    task=task.name, task_digest=task.digest, kind=SnapshotKind.agent,
-                    round=case.rnd, attempt=f"abl{len(self.snaps)}",
-                )  # fmt: skip
+                    task=task.name,
+                    task_digest=task.digest,
+                    kind=SnapshotKind.agent,
+                    round=case.rnd,
+                    attempt=f"abl{len(self.snaps)}",
+                )
                 self.snaps[case.name] = sb.snapshot(label)
         return self.snaps[case.name]
 
