@@ -1,5 +1,5 @@
-"""Targeted forgeries of evoround's tamper evidence (see docs/threat-model.md, "What this
-does not guarantee"): each is the content of ``counter.py``, implements nothing, and passed
+"""Targeted forgeries of evoround's tamper evidence (see docs/threat-model.md, "What is
+not caught"): each is the content of ``counter.py``, implements nothing, and passed
 the counter task's round 1 on hardened local and on Docker when written.
 ``test_known_gaps.py`` runs those not in :data:`CAUGHT` as strict xfails, so a defence that
 catches one shows up as an unexpected pass to flip, and the caught ones as ordinary tests.
