@@ -1,8 +1,8 @@
 """Configuration invariance, the cheap legs (DESIGN "Configuration invariance"): one fixed
 job gives the same figures, every one of ``report --json`` (tests/invariance.py), with one
 worker or two, killed with SIGKILL mid-job then resumed, in the local sandbox under
-unshare instead of bubblewrap, and in Docker (the default workspace snapshots and commit
-snapshots): the diff-based process checks, CSR, ISR and the compliance decay included.
+unshare instead of bubblewrap, with stderr a terminal (live progress) instead of a pipe,
+and in Docker (each snapshot mode: workspace, archive, commit): the diff-based process checks, CSR, ISR and the compliance decay included.
 
 The job: the bundled ``pricing`` task (process checks of several kinds, so CSR, ISR and the
 compliance decay are figures too) under the bundled ``scripted:regressor`` agent (round 3
@@ -12,6 +12,7 @@ not here yet."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -69,8 +70,38 @@ def test_unshare_instead_of_bubblewrap_changes_no_figure(baseline: tuple[Path, A
     assert differences(figures_only(one), figures_only(other)) == []
 
 
+def test_stderr_a_terminal_changes_no_figure(baseline: tuple[Path, Any]) -> None:
+    """The same job with stdin, stdout and stderr on a pseudo-terminal (live progress)."""
+    import pty
+
+    root, one = baseline
+    job = root / "runs" / "job-tty"
+    argv = cli("run", library_path() / "pricing", *JOB, "--out", root / "runs", "--job", "job-tty")
+    env = {**os.environ, **_env(root), "TERM": "xterm", "COLUMNS": "120"}
+    out = bytearray()
+
+    def read(fd: int) -> bytes:
+        data = os.read(fd, 65536)
+        out.extend(data)
+        return data
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec the CLI on the terminal pty.fork gave it
+        try:
+            os.execvpe(argv[0], argv, env)
+        finally:
+            os._exit(127)  # never back into pytest in a forked child
+    with contextlib.suppress(OSError):  # EIO once the child closed the terminal
+        while read(fd):
+            pass
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out.decode(errors="replace")[-3000:]
+    assert b"\x1b[" in out  # it did draw for a terminal
+    assert differences(one, figures(job, env=_env(root))) == []
+
+
 @pytest.mark.docker
-@pytest.mark.parametrize("snapshots", ["workspace", "commit"])
+@pytest.mark.parametrize("snapshots", ["workspace", "archive", "commit"])
 def test_docker_changes_no_figure(
     baseline: tuple[Path, Any], snapshots: str, docker_client: Any
 ) -> None:
