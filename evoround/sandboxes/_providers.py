@@ -23,23 +23,24 @@ def job_folder_key(job_dir: Path) -> str:
 def sweep_job_folder(name: str, job_dir: Path) -> list[str]:
     """After a run's units are over (its job lock still held): remove the sandboxes of
     ``job_dir`` that are still there, which only a lost cluster node leaves (a node's
-    Docker sandboxes are siblings on the engine and outlive it). Never raises: a sweep
-    that cannot reach the engine is a warning, not the job's failure."""
+    Docker sandboxes are siblings on the engine and outlive it); their names. Never
+    raises: a sweep that cannot reach the engine is a warning, not the job's failure."""
     if name != "docker":
         return []  # a local sandbox is a folder on its node: that node's sweep collects it
     try:
-        import docker
+        from evoround.sandboxes.docker import connect, remove_job_folder_containers
 
-        from evoround.sandboxes.docker import remove_job_folder_containers
-
-        client = docker.from_env(timeout=60)
+        client = connect(timeout=60)
         try:
-            return remove_job_folder_containers(client, job_folder_key(job_dir))
+            report = remove_job_folder_containers(client, job_folder_key(job_dir))
         finally:
             client.close()
     except Exception as e:  # no engine now, a refused call: evoround cleanup still can
         log.warning("%s: could not remove leftover sandboxes: %s", job_dir, e)
         return []
+    for error in report.errors:
+        log.warning("%s: could not remove a leftover sandbox: %s", job_dir, error)
+    return report.containers
 
 
 def docker_reachable(timeout: float = 5.0) -> bool:

@@ -46,30 +46,31 @@ def cleanup_docker(
     return report
 
 
-def remove_job_folder_containers(client: docker.DockerClient, key: str) -> list[str]:
-    """Remove every container labelled with job folder ``key``; their names.
+def remove_job_folder_containers(client: docker.DockerClient, key: str) -> CleanupReport:
+    """Remove every container labelled with job folder ``key`` (names and errors in the
+    report).
 
     Called by the run that holds the job's lock once its units are over: no live unit of
     that folder can own one then, so what is left was left by a lost node (a killed Ray
     worker's sandboxes are siblings on the engine and outlive it)."""
-    gone: list[str] = []
-    filters = {"label": [f"{LABEL}=1", f"{LABEL_JOB_FOLDER}={key}"]}
-    for c in client.api.containers(all=True, filters=filters):
-        try:
-            client.api.remove_container(c["Id"], force=True, v=True)
-        except docker.errors.NotFound:
-            continue
-        gone.append((c.get("Names") or [c["Id"][:12]])[0].lstrip("/"))
-    return gone
+    report = CleanupReport()
+    _remove_labelled(client, report, [f"{LABEL_JOB_FOLDER}={key}"], dry_run=False)
+    return report
 
 
 def _remove_containers(
     client: docker.DockerClient, report: CleanupReport, *, job: str | None, dry_run: bool
 ) -> None:
     """Every labelled container (of ``job`` only, when given), running or not."""
-    filters: dict[str, Any] = {"label": [f"{LABEL}=1"]}
-    if job:
-        filters["label"].append(f"{LABEL_JOB}={safe_name(job)}")
+    extra = [f"{LABEL_JOB}={safe_name(job)}"] if job else []
+    _remove_labelled(client, report, extra, dry_run=dry_run)
+
+
+def _remove_labelled(
+    client: docker.DockerClient, report: CleanupReport, labels: list[str], *, dry_run: bool
+) -> None:
+    """Every ``evoround=1`` container that also has ``labels``, running or not."""
+    filters: dict[str, Any] = {"label": [f"{LABEL}=1", *labels]}
     for c in client.api.containers(all=True, filters=filters):
         name = (c.get("Names") or [c["Id"][:12]])[0].lstrip("/")
         report.containers.append(name)
