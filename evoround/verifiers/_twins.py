@@ -58,7 +58,7 @@ MAX_TWINS = 3
 
 # No docstring or fixed name: the helper's name and its parameter and local names are words
 # of the file it is added to (see ._names).
-_HELPER = """
+_COMPARE = """
 
 def {name}({a}, *{b}):
     if {b}:
@@ -71,7 +71,12 @@ def {name}({a}, *{b}):
             return bool({name}({a}) == {b}[0])
         except Exception:
             return False
-    try:
+"""
+"""The helper's head, shared by both forms: called with a second value, it answers
+whether either of the two equals the other one changed."""
+_HELPER = (
+    _COMPARE
+    + """    try:
         {k} = type({a})
         if {k} is bool or {a} is None:
             {o} = object()
@@ -106,22 +111,12 @@ def {name}({a}, *{b}):
         {o} = object()
     return {o}
 """
+)
 """A value of the same type and shape that is not the first argument (a fresh object
 otherwise); with a second value: whether either of the two equals the other one changed."""
-_HELPER_FAR = """
-
-def {name}({a}, *{b}):
-    if {b}:
-        try:
-            if bool({a} == {name}({b}[0])):
-                return True
-        except Exception:
-            pass
-        try:
-            return bool({name}({a}) == {b}[0])
-        except Exception:
-            return False
-    {t} = "{token}"
+_HELPER_FAR = (
+    _COMPARE
+    + """    {t} = "{token}"
     try:
         {k} = type({a})
         if {k} is bool or {a} is None:
@@ -149,6 +144,7 @@ def {name}({a}, *{b}):
         {o} = object()
     return {o}
 """
+)
 """The helper with far values (see :func:`._expect.alter`)."""
 _UNITTEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase"})
 
