@@ -35,6 +35,7 @@ from evoround.engine._retry import InfraFailure, infra_retries, retry_infra
 from evoround.engine._units import JobObserver, Unit
 from evoround.results import INFRA_STATUSES, Mode, ResultsWriter, RoundResult, RoundStatus
 from evoround.sandboxes import SandboxError
+from evoround.throttle import in_this_context
 from evoround.scaffolds import ReferenceSolutionError, RoundSetupError
 
 log = logging.getLogger(__name__)
@@ -295,7 +296,12 @@ class Executor:
         )
         q: queue.Queue[Unit | None] = queue.Queue(maxsize=n)
         threads = [
-            threading.Thread(target=self._worker, args=(q,), name=f"evoround-unit-{i}", daemon=True)
+            threading.Thread(
+                target=in_this_context(self._worker),  # the job's model limit goes along
+                args=(q,),
+                name=f"evoround-unit-{i}",
+                daemon=True,
+            )
             for i in range(n)
         ]
         for t in threads:

@@ -47,7 +47,7 @@ from evoround.scaffolds import Scaffold
 from evoround.settings import evoround_home
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import Task
-from evoround.throttle import ModelLimit, use_model_limit
+from evoround.throttle import ModelLimit, model_limit
 from evoround.verifiers.checklist import JudgeConfig
 
 if TYPE_CHECKING:
@@ -331,7 +331,6 @@ def _execute(job: _Job, observer: JobObserver, options: RunOptions, ray: RayRunn
         image_builds=options.max_image_builds,
         model_connections=options.max_model_connections,
     )
-    use_model_limit(ModelLimit(limits.model_connections))  # agents and the judge wait on it
     writer = ResultsWriter(job.job_dir / "results.jsonl")
     runner, close = _runner(job, limits, ray)
     scaffold = job.scaffold
@@ -347,7 +346,8 @@ def _execute(job: _Job, observer: JobObserver, options: RunOptions, ray: RayRunn
         on_abort=close,
     )
     try:
-        executor.run(todo)
+        with model_limit(ModelLimit(limits.model_connections)):  # agents' and judge's calls
+            executor.run(todo)
     finally:
         writer.close()
         close()

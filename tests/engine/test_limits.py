@@ -1,12 +1,14 @@
-"""The model-connection limit really bounds concurrent model calls."""
+"""The model-connection limit really bounds concurrent model calls, per job."""
 
 import threading
 import time
 
-from evoround.throttle import ModelLimit, model_slot, set_model_connections, use_model_limit
+from evoround.throttle import ModelLimit, in_this_context, model_limit, model_slot
 
 
 def _peak(n_threads: int) -> int:
+    """The most calls in flight when ``n_threads`` threads, started in the caller's context
+    as the executor starts its workers, each make one call."""
     inside = 0
     peak = 0
     lock = threading.Lock()
@@ -21,7 +23,7 @@ def _peak(n_threads: int) -> int:
             with lock:
                 inside -= 1
 
-    threads = [threading.Thread(target=call) for _ in range(n_threads)]
+    threads = [threading.Thread(target=in_this_context(call)) for _ in range(n_threads)]
     for t in threads:
         t.start()
     for t in threads:
@@ -30,21 +32,26 @@ def _peak(n_threads: int) -> int:
 
 
 def test_model_slot_bounds_calls_in_flight():
-    try:
-        set_model_connections(2)
+    with model_limit(ModelLimit(2)):
         assert _peak(6) == 2
-        set_model_connections(None)
-        assert _peak(6) > 2
-    finally:
-        set_model_connections(None)
+    assert _peak(6) > 2  # nothing is left set once the block ends
 
 
-def test_an_installed_model_limit_is_the_one_calls_wait_for():
-    """The job installs its own ``ModelLimit``; agents' and the judge's slots come from it."""
-    limit = ModelLimit(3)
-    try:
-        use_model_limit(limit)
-        assert _peak(6) == 3
-    finally:
-        set_model_connections(None)
+def test_outside_a_job_calls_are_unlimited():
     assert ModelLimit(None).n is None and _peak(6) > 2
+
+
+def test_two_jobs_in_one_process_keep_their_own_limits():
+    """Two ``api.run`` calls on two threads: each one's calls wait on its own limit only."""
+    peaks: dict[str, int] = {}
+
+    def job(name: str, n: int) -> None:
+        with model_limit(ModelLimit(n)):
+            peaks[name] = _peak(6)
+
+    jobs = [threading.Thread(target=job, args=("a", 1)), threading.Thread(target=job, args=("b", 3))]
+    for t in jobs:
+        t.start()
+    for t in jobs:
+        t.join()
+    assert peaks == {"a": 1, "b": 3}
