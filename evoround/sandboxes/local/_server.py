@@ -1,0 +1,274 @@
+"""The exec server that lives inside a hardened local sandbox for a whole attempt.
+
+Run (by the host side, ``_client``) as ``python -I -S -c <this file's text> SOCKET_FD``
+under the sandbox's bubblewrap, with today's isolation argv plus two capabilities,
+``CAP_SYS_ADMIN`` and ``CAP_SETPCAP``, that only the server and the first processes of a
+command hold and that no command keeps. Only the standard library; everything is
+imported before the first request, so nothing is read from the (agent-visible) file
+system later.
+
+Why: setting up bubblewrap, the view's mounts, the seccomp filter and the cgroup for
+every command cost tens of milliseconds. The server pays that once; each command then
+costs three forks and gets what a per-command bubblewrap gave it:
+
+- a **keeper** (forked by the server, in the server's pid namespace) unshares a pid, a
+  mount and an IPC namespace, forks the namespace's **init** (pid 1) and reports;
+- the init makes its mounts private, mounts the namespace's own ``/proc``, forks the
+  **command** (pid 2, as under bubblewrap), reaps every orphan, and when the command ends
+  kills what it left (``kill(-1)``) and reaps it all before it hands the wait status on:
+  nothing of the command outlives the report;
+- the command gets a new session, the host's descriptors as 0/1/2 and nothing else, the
+  folder and environment asked for, default signals, no capability (bounding, ambient,
+  effective, permitted, inheritable sets emptied) and keeps ``no_new_privs`` and the
+  keyring filter bubblewrap put on the server.
+
+What an agent can do to the server: nothing it could not do before. Its commands run in
+their own pid namespace, so they cannot see or signal the server or a keeper; the server
+is not dumpable (no ptrace, no ``/proc/PID/fd``); the socket is an anonymous pair whose
+only other end the host holds, and no command inherits it. A memory bomb's OOM kill can
+still take the server down: the host then reports the command as killed (the agent's
+own failure) and starts a new server for the next one.
+
+Protocol (``SOCK_SEQPACKET``, JSON messages): the host sends
+``{"op": "run", "id", "argv", "env", "cwd"}`` with the command's stdin, stdout and stderr
+as ``SCM_RIGHTS``, or ``{"op": "kill", "id"}``; the server answers ``{"ev": "ready"}``
+once (or ``{"ev": "unable", "err"}``), then per command one ``{"id", "ev": "exit",
+"code"}``, ``{"id", "ev": "nostart", "err"}`` or ``{"id", "ev": "lost"}``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+MS_REC, MS_PRIVATE = 0x4000, 0x40000
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 4, 24, 47
+MAX_MSG = 1 << 20
+_CAPSET = {"x86_64": 126, "aarch64": 91}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _send(sock: socket.socket, msg: dict[str, object]) -> None:
+    try:
+        sock.send(json.dumps(msg).encode())
+    except OSError:
+        pass  # the host is gone: nobody to tell
+
+
+def _drop_caps(last_cap: int) -> None:
+    """No capability from here on, not even at a root exec: the bounding set first (needs
+    ``CAP_SETPCAP``, so it goes last), then ambient, then the three sets."""
+    for cap in [c for c in range(last_cap + 1) if c != 8] + [8]:  # 8: CAP_SETPCAP
+        _libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0)
+    _libc.prctl(PR_CAP_AMBIENT, ctypes.c_ulong(4), 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, self
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: all 0
+    _check(_libc.syscall(_CAPSET[os.uname().machine], header, data), "capset")
+
+
+def _code(status: int) -> int:
+    """The command's exit code as bubblewrap's init gives it: 128 + signal if killed."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _enter(last_cap: int) -> None:
+    """The init's own set-up: default signals (pid 1 ignores what has no handler, as
+    bwrap's init), its mount and IPC namespaces, its ``/proc``, no capability left."""
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+    _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    _check(_libc.mount(b"proc", b"/proc", b"proc", flags, None), "mount /proc")
+    _drop_caps(last_cap)
+
+
+def _spawn(req: dict[str, object], fds: list[int]) -> subprocess.Popen[bytes]:
+    """The command as pid 2: a new session, the host's descriptors as 0/1/2 and no other,
+    its folder and environment, SIGPIPE and SIGXFSZ at their defaults (vfork + exec).
+    The caller keeps the object (its ``__del__`` would reap the command) and reaps."""
+    argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]  # a JSON list
+    env = {str(k): str(v) for k, v in req["env"].items()}  # type: ignore[attr-defined]
+    proc = subprocess.Popen(
+        argv,
+        stdin=fds[0],
+        stdout=fds[1],
+        stderr=fds[2],
+        cwd=str(req["cwd"]),
+        env=env,
+        start_new_session=True,
+        close_fds=True,
+        restore_signals=True,
+    )
+    return proc
+
+
+def _init(sock: socket.socket, req: dict[str, object], fds: list[int], last_cap: int) -> None:
+    """pid 1 of a command's namespace: set up, run the command, reap every orphan; at the
+    command's end kill what it left, reap it all, then report. Never returns."""
+    ident = req["id"]
+    try:
+        _enter(last_cap)
+        proc = _spawn(req, fds)
+    except OSError as e:
+        what = f"execvp {req['argv'][0]}" if e.filename is not None else "setup"  # type: ignore[index]
+        _send(sock, {"id": ident, "ev": "nostart", "err": f"bwrap: {what}: {e.strerror or e}"})
+        os._exit(0)
+    for fd in fds:
+        os.close(fd)
+    while True:
+        got, status = os.waitpid(-1, 0)
+        if got == proc.pid:
+            break
+    try:
+        os.kill(-1, signal.SIGKILL)  # from pid 1: everything else in the namespace
+    except ProcessLookupError:
+        pass  # nothing left
+    try:
+        while True:
+            os.waitpid(-1, 0)
+    except ChildProcessError:
+        pass
+    _send(sock, {"id": ident, "ev": "exit", "code": _code(status)})
+    os._exit(0)
+
+
+class Server:
+    """The request loop: per ``run`` a command namespace whose init it forks, per
+    ``kill`` that init killed; inits reaped as they end (one that ended without
+    reporting, killed or out of memory, is reported ``lost``)."""
+
+    def __init__(self, sock: socket.socket, last_cap: int) -> None:
+        self.sock = sock
+        self.last_cap = last_cap
+        self.inits: dict[int, object] = {}
+        self.own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda _s, _f: None)
+
+    def serve(self) -> None:
+        """Until the host closes its end (the sandbox is closing: exit, and every
+        command's namespace goes with this one's)."""
+        while True:
+            ready, _, _ = select.select([self.sock, self.wake_r], [], [])
+            if self.wake_r in ready:
+                while True:
+                    try:
+                        os.read(self.wake_r, 512)
+                    except BlockingIOError:
+                        break
+                self.reap()
+            if self.sock in ready and not self.request():
+                return
+
+    def request(self) -> bool:
+        """Take one request; False when the host is gone."""
+        try:
+            data, fds, _, _ = socket.recv_fds(self.sock, MAX_MSG, 3)
+        except OSError:
+            return False
+        if not data:
+            return False
+        req = json.loads(data)
+        if req.get("op") == "kill":
+            for pid, ident in self.inits.items():
+                if ident == req.get("id"):
+                    os.kill(pid, signal.SIGKILL)
+        elif len(fds) == 3:
+            self.start(req, fds)
+        for fd in fds:
+            os.close(fd)
+        return True
+
+    def start(self, req: dict[str, object], fds: list[int]) -> None:
+        """Fork the command's init in a new pid namespace (then back to our own for the
+        next fork: ``unshare`` takes one only while the last one is undone)."""
+        try:
+            _check(_libc.unshare(CLONE_NEWPID), "unshare")
+            try:
+                pid = os.fork()
+            finally:
+                if os.getpid() != 1:  # not in the child, whose namespace this is
+                    _check(_libc.setns(self.own_pidns, CLONE_NEWPID), "setns")
+        except OSError as e:
+            _send(self.sock, {"id": req["id"], "ev": "nostart", "err": f"bwrap: {e}"})
+            return
+        if pid == 0:
+            try:
+                _init(self.sock, req, fds, self.last_cap)
+            except BaseException as e:  # noqa: BLE001 - the host hears "lost"
+                os.write(2, f"evoround-server: init: {e!r}\n".encode())
+            finally:
+                os._exit(1)
+        self.inits[pid] = req["id"]
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            ident = self.inits.pop(pid, None)
+            if ident is not None and status != 0:  # ended before it could report
+                _send(self.sock, {"id": ident, "ev": "lost"})
+
+
+def _self_test() -> str:
+    """Why a command's namespaces cannot be made here ('' when they can): an init's
+    steps, tried once in a throw-away child."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _check(_libc.unshare(CLONE_NEWPID), "unshare")
+            child = os.fork()
+            if child == 0:
+                _enter(int(open("/proc/sys/kernel/cap_last_cap").read()))
+                os._exit(0)
+            os._exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+        except BaseException:  # noqa: BLE001 - the exit code says it
+            os._exit(3)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return "" if code == 0 else f"cannot make a command's namespaces here (exit {code})"
+
+
+def main(argv: list[str]) -> None:
+    sock = socket.socket(fileno=int(argv[1]))
+    os.set_inheritable(sock.fileno(), False)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no ptrace, no /proc/PID/fd for anyone
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last_cap = int(f.read())
+    why = _self_test()
+    if why:
+        _send(sock, {"ev": "unable", "err": why})
+        return
+    _send(sock, {"ev": "ready"})
+    Server(sock, last_cap).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
