@@ -395,6 +395,12 @@ class LocalSandbox(Sandbox):
         )
         return (self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped), (rules,)
 
+    @property
+    def server_pid(self) -> int | None:
+        """The exec server's pid on the host while one runs (None: none yet, or gone)."""
+        s = self._server
+        return s.pid if s is not None and s.usable() else None
+
     def _stop_server(self) -> None:
         if self._server is not None:
             self._server.stop()
