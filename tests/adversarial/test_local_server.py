@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,16 @@ def sb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalSandbox
         provider.close()
 
 
+def _served(sb: LocalSandbox) -> int:
+    """The server's pid once a command went through it (a sandbox's first command takes
+    the per-command path unless ``EVOROUND_LOCAL_SERVER=always``)."""
+    for _ in range(2):
+        assert sb.exec("true", timeout=30).ok
+    pid = sb.server_pid
+    assert pid is not None
+    return pid
+
+
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
@@ -46,23 +57,23 @@ def _gone(pid: int) -> bool:
 
 
 def test_commands_share_one_server_and_see_only_themselves(sb: LocalSandbox) -> None:
-    assert sb.exec("true", timeout=30).ok
-    pid = sb.server_pid
-    assert pid is not None
+    pid = _served(sb)
     # its own pid namespace: pid 2 under an init, no process of the server in sight, and
     # signalling every process it can see (kill -1) reaches nothing outside it
     res = sb.exec("echo $$; ls /proc | grep -c '^[0-9]'; kill -9 -1; echo after", timeout=30)
     assert res.stdout.split()[:2] == ["2", "4"], res
     assert sb.server_pid == pid, "the command reached the server"
+    # its namespace's init holds the host's socket: not dumpable, so not to be had
+    peek = sb.exec("ls /proc/1/fd; cat /proc/1/environ; grep CapEff /proc/1/status", timeout=30)
+    assert "socket:" not in peek.stdout and "Permission denied" in peek.stderr, peek
+    assert peek.stdout.split()[-1] == "0" * 16, peek  # no capability left in the init
     assert sb.exec("echo ok", timeout=30).stdout == "ok\n"
     assert sb.server_pid == pid  # the same server, not one per command
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGSTOP])
 def test_a_dead_or_stopped_server_is_replaced(sb: LocalSandbox, how: signal.Signals) -> None:
-    assert sb.exec("true", timeout=30).ok
-    old = sb.server_pid
-    assert old is not None
+    old = _served(sb)
     os.kill(old, how)
     deadline = time.monotonic() + 10
     while sb.server_pid == old and time.monotonic() < deadline:  # a stop takes a moment
@@ -75,15 +86,11 @@ def test_a_dead_or_stopped_server_is_replaced(sb: LocalSandbox, how: signal.Sign
 
 
 def test_a_server_killed_mid_command_fails_that_command_only(sb: LocalSandbox) -> None:
-    assert sb.exec("true", timeout=30).ok
-    pid = sb.server_pid
-    assert pid is not None
+    pid = _served(sb)
 
     def kill_soon() -> None:
         time.sleep(0.5)
         os.kill(pid, signal.SIGKILL)
-
-    import threading
 
     threading.Thread(target=kill_soon, daemon=True).start()
     res = sb.exec("echo started; sleep 30", timeout=60)
@@ -93,9 +100,23 @@ def test_a_server_killed_mid_command_fails_that_command_only(sb: LocalSandbox) -
     assert sb.exec("echo ok", timeout=30).stdout == "ok\n"
 
 
+def test_the_first_command_starts_no_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verification clone runs one command: it pays one bubblewrap, not a server."""
+    monkeypatch.setenv("EVOROUND_LOCAL_ISOLATION", "bwrap")
+    monkeypatch.delenv("EVOROUND_LOCAL_SERVER", raising=False)
+    provider = LocalProvider(SnapshotStore(tmp_path / "store"), tmp_path / "sb")
+    with provider.create(load_task(COUNTER), "t/first") as sb:
+        assert isinstance(sb, LocalSandbox)
+        assert sb.exec("true", timeout=30).ok
+        assert sb.server_pid is None
+        assert sb.exec("true", timeout=30).ok
+        assert sb.server_pid is not None
+    provider.close()
+
+
 def test_close_leaves_no_server(sb: LocalSandbox) -> None:
-    assert sb.exec("sleep 0", timeout=30).ok
-    pid = sb.server_pid
-    assert pid is not None
+    pid = _served(sb)
     sb.close()
     assert _gone(pid)

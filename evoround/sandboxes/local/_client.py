@@ -47,8 +47,8 @@ it must inherit besides ``sock_fd``."""
 
 
 class ServerUnable(Exception):
-    """The server started but cannot give commands their namespaces here: the caller
-    takes the per-command path."""
+    """The server cannot give commands their namespaces here (this command did not
+    start): the caller takes the per-command path."""
 
 
 class ServerFailed(Exception):
@@ -291,6 +291,8 @@ def _result(
     ev = msg.get("ev")
     if ev == "nostart" and not timed_out:
         raise NotStarted(str(msg.get("err", "")))
+    if ev == "unable" and not timed_out:  # nothing of the command ran
+        raise ServerUnable(str(msg.get("err", "")))
     stderr = err.value().decode(errors="replace")
     if timed_out:
         code = 124

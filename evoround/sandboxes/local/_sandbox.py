@@ -229,13 +229,17 @@ class LocalSandbox(Sandbox):
         Path(self.workdir).mkdir(parents=True, exist_ok=True)
         Path(self.scratch).mkdir(parents=True, exist_ok=True)
         self._closed = False
-        self.served = self.isolation == "bwrap" and pid_namespace
+        from evoround.settings import settings
+
+        how = settings().local_server
+        self.served = self.isolation == "bwrap" and pid_namespace and how != "off"
         """Whether commands go through the sandbox's exec server (``_client``), started
         once; False: each command sets its bubblewrap up itself (unshare, a persistent
         agent's sandbox, or a host where the server cannot give commands namespaces)."""
         self._server: ExecServer | None = None
         self._server_view: tuple[bool, frozenset[Path]] = (False, frozenset())
         self._needs: dict[tuple[str, str], frozenset[Path]] = {}
+        self._execs = 1 if how == "always" else 0
 
     def _resolve(self, path: str) -> Path:
         """The host path of ``path`` as a command sees it: relative to the workspace; under
@@ -327,10 +331,14 @@ class LocalSandbox(Sandbox):
         stdin: str | bytes | None,
         env: dict[str, str],
     ) -> ExecResult | None:
-        """Run through the sandbox's exec server; None: take the per-command path (no
-        server here, a request too big for one message, a folder that is not there,
-        which fails there as it always did)."""
+        """Run through the sandbox's exec server; None: take the per-command path (the
+        sandbox's first command: a verification clone runs one, and a server costs more
+        to start than one bubblewrap; no server here; a request too big for one message;
+        a folder that is not there, which fails there as it always did)."""
         if not self.served or not where.is_dir() or len(json.dumps([argv, env])) > MAX_REQUEST:
+            return None
+        self._execs += 1
+        if self._execs == 1:  # a sandbox's only command (a verification) pays no server
             return None
         server = self._live_server(self._need(argv, env.get("PATH", "")))
         if server is None:
@@ -338,6 +346,9 @@ class LocalSandbox(Sandbox):
         data = stdin.encode() if isinstance(stdin, str) else stdin
         try:
             return server.run(argv, env, str(where), data, timeout)
+        except ServerUnable as e:
+            self._unable(e)
+            return None
         except NotStarted as e:
             raise SandboxError(
                 f"sandbox {self.root.name}: bubblewrap could not start the command: {e}"
@@ -364,12 +375,7 @@ class LocalSandbox(Sandbox):
         try:
             self._server = ExecServer(lambda a, fd: self._server_argv(a, view))
         except ServerUnable as e:
-            logging.getLogger(__name__).warning(
-                "local sandbox: no exec server here (%s): each command sets bubblewrap up "
-                "itself (slower, as safe)",
-                e,
-            )
-            self.served = False
+            self._unable(e)
             return None
         except ServerFailed as e:
             raise SandboxError(
@@ -394,6 +400,16 @@ class LocalSandbox(Sandbox):
             keep_caps=True,
         )
         return (self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped), (rules,)
+
+    def _unable(self, why: Exception) -> None:
+        """No server for this sandbox any more: each command sets bubblewrap up itself."""
+        logging.getLogger(__name__).warning(
+            "local sandbox: the exec server cannot make a command's namespaces here (%s): "
+            "each command sets bubblewrap up itself (slower, as safe)",
+            why,
+        )
+        self._stop_server()
+        self.served = False
 
     @property
     def server_pid(self) -> int | None:

@@ -105,12 +105,13 @@ def _enter(last_cap: int) -> None:
 
 
 def _spawn(req: dict[str, object], fds: list[int]) -> subprocess.Popen[bytes]:
-    """The command as pid 2: a new session, the host's descriptors as 0/1/2 and no other,
-    its folder and environment, SIGPIPE and SIGXFSZ at their defaults (vfork + exec).
-    The caller keeps the object (its ``__del__`` would reap the command) and reaps."""
+    """The command as pid 2 (vfork + exec): a new session, the host's descriptors as
+    0/1/2 and no other, its folder and environment, SIGPIPE and SIGXFSZ at their
+    defaults. Not ``os.posix_spawn``: glibc's leaves its two internal signals ignored in
+    the command. The caller keeps the object (its ``__del__`` would reap the command)."""
     argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]  # a JSON list
     env = {str(k): str(v) for k, v in req["env"].items()}  # type: ignore[attr-defined]
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         argv,
         stdin=fds[0],
         stdout=fds[1],
@@ -121,7 +122,6 @@ def _spawn(req: dict[str, object], fds: list[int]) -> subprocess.Popen[bytes]:
         close_fds=True,
         restore_signals=True,
     )
-    return proc
 
 
 def _init(sock: socket.socket, req: dict[str, object], fds: list[int], last_cap: int) -> None:
@@ -130,10 +130,13 @@ def _init(sock: socket.socket, req: dict[str, object], fds: list[int], last_cap:
     ident = req["id"]
     try:
         _enter(last_cap)
+    except OSError as e:  # this host does not let the server make them: the host falls back
+        _send(sock, {"id": ident, "ev": "unable", "err": str(e)})
+        os._exit(0)
+    try:
         proc = _spawn(req, fds)
     except OSError as e:
-        what = f"execvp {req['argv'][0]}" if e.filename is not None else "setup"  # type: ignore[index]
-        _send(sock, {"id": ident, "ev": "nostart", "err": f"bwrap: {what}: {e.strerror or e}"})
+        _send(sock, {"id": ident, "ev": "nostart", "err": f"bwrap: execvp {e.filename}: {e.strerror}"})
         os._exit(0)
     for fd in fds:
         os.close(fd)
@@ -237,35 +240,16 @@ class Server:
                 _send(self.sock, {"id": ident, "ev": "lost"})
 
 
-def _self_test() -> str:
-    """Why a command's namespaces cannot be made here ('' when they can): an init's
-    steps, tried once in a throw-away child."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _check(_libc.unshare(CLONE_NEWPID), "unshare")
-            child = os.fork()
-            if child == 0:
-                _enter(int(open("/proc/sys/kernel/cap_last_cap").read()))
-                os._exit(0)
-            os._exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
-        except BaseException:  # noqa: BLE001 - the exit code says it
-            os._exit(3)
-    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return "" if code == 0 else f"cannot make a command's namespaces here (exit {code})"
-
-
 def main(argv: list[str]) -> None:
-    sock = socket.socket(fileno=int(argv[1]))
-    os.set_inheritable(sock.fileno(), False)
+    fd = int(argv[1])
+    os.closerange(3, fd)  # what bubblewrap passed on (the filter's pipe): no command's
+    os.closerange(fd + 1, 1 << 16)
+    sock = socket.socket(fileno=fd)
+    os.set_inheritable(fd, False)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no ptrace, no /proc/PID/fd for anyone
     with open("/proc/sys/kernel/cap_last_cap") as f:
         last_cap = int(f.read())
-    why = _self_test()
-    if why:
-        _send(sock, {"ev": "unable", "err": why})
-        return
     _send(sock, {"ev": "ready"})
     Server(sock, last_cap).serve()
 
