@@ -160,9 +160,13 @@ class ExecServer:
                 q.put({"ev": "lost"})
 
     def run(
-        self, argv: list[str], env: dict[str, str], cwd: str, stdin: bytes | None,
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        stdin: bytes | None,
         timeout: float | None,
-    ) -> ExecResult:  # fmt: skip
+    ) -> ExecResult:
         """Run one command: its output capped, its namespace killed at the timeout."""
         with self._lock:
             self._ids += 1

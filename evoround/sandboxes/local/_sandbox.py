@@ -384,7 +384,9 @@ class LocalSandbox(Sandbox):
         self._server_view = (self.network, view)
         return self._server
 
-    def _server_argv(self, argv: list[str], view: frozenset[Path]) -> tuple[list[str], tuple[int, ...]]:
+    def _server_argv(
+        self, argv: list[str], view: frozenset[Path]
+    ) -> tuple[list[str], tuple[int, ...]]:
         """The server's command line: a command's bubblewrap (the filter's descriptor
         inherited) showing ``view``, keeping the capabilities it drops for each command."""
         rules = filter_fd()

@@ -38,6 +38,7 @@ once (or ``{"ev": "unable", "err"}``), then per command one ``{"id", "ev": "exit
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -46,6 +47,7 @@ import signal
 import socket
 import subprocess
 import sys
+from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -65,11 +67,9 @@ def _check(ret: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _send(sock: socket.socket, msg: dict[str, object]) -> None:
-    try:
+def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):  # the host is gone: nobody to tell
         sock.send(json.dumps(msg).encode())
-    except OSError:
-        pass  # the host is gone: nobody to tell
 
 
 def _drop_caps(last_cap: int) -> None:
@@ -104,13 +104,13 @@ def _enter(last_cap: int) -> None:
     _drop_caps(last_cap)
 
 
-def _spawn(req: dict[str, object], fds: list[int]) -> subprocess.Popen[bytes]:
+def _spawn(req: dict[str, Any], fds: list[int]) -> subprocess.Popen[bytes]:
     """The command as pid 2 (vfork + exec): a new session, the host's descriptors as
     0/1/2 and no other, its folder and environment, SIGPIPE and SIGXFSZ at their
     defaults. Not ``os.posix_spawn``: glibc's leaves its two internal signals ignored in
     the command. The caller keeps the object (its ``__del__`` would reap the command)."""
-    argv = [str(a) for a in req["argv"]]  # type: ignore[attr-defined]  # a JSON list
-    env = {str(k): str(v) for k, v in req["env"].items()}  # type: ignore[attr-defined]
+    argv = [str(a) for a in req["argv"]]
+    env = {str(k): str(v) for k, v in req["env"].items()}
     return subprocess.Popen(
         argv,
         stdin=fds[0],
@@ -124,7 +124,7 @@ def _spawn(req: dict[str, object], fds: list[int]) -> subprocess.Popen[bytes]:
     )
 
 
-def _init(sock: socket.socket, req: dict[str, object], fds: list[int], last_cap: int) -> None:
+def _init(sock: socket.socket, req: dict[str, Any], fds: list[int], last_cap: int) -> None:
     """pid 1 of a command's namespace: set up, run the command, reap every orphan; at the
     command's end kill what it left, reap it all, then report. Never returns."""
     ident = req["id"]
@@ -136,7 +136,9 @@ def _init(sock: socket.socket, req: dict[str, object], fds: list[int], last_cap:
     try:
         proc = _spawn(req, fds)
     except OSError as e:
-        _send(sock, {"id": ident, "ev": "nostart", "err": f"bwrap: execvp {e.filename}: {e.strerror}"})
+        _send(
+            sock, {"id": ident, "ev": "nostart", "err": f"bwrap: execvp {e.filename}: {e.strerror}"}
+        )
         os._exit(0)
     for fd in fds:
         os.close(fd)
@@ -144,10 +146,8 @@ def _init(sock: socket.socket, req: dict[str, object], fds: list[int], last_cap:
         got, status = os.waitpid(-1, 0)
         if got == proc.pid:
             break
-    try:
+    with contextlib.suppress(ProcessLookupError):  # ProcessLookupError: nothing left
         os.kill(-1, signal.SIGKILL)  # from pid 1: everything else in the namespace
-    except ProcessLookupError:
-        pass  # nothing left
     try:
         while True:
             os.waitpid(-1, 0)
@@ -175,7 +175,7 @@ class Server:
         """Until the host closes its end (the sandbox is closing: exit, and every
         command's namespace goes with this one's)."""
         while True:
-            ready, _, _ = select.select([self.sock, self.wake_r], [], [])
+            ready, _, _ = select.select([self.sock.fileno(), self.wake_r], [], [])
             if self.wake_r in ready:
                 while True:
                     try:
@@ -183,7 +183,7 @@ class Server:
                     except BlockingIOError:
                         break
                 self.reap()
-            if self.sock in ready and not self.request():
+            if self.sock.fileno() in ready and not self.request():
                 return
 
     def request(self) -> bool:
@@ -205,7 +205,7 @@ class Server:
             os.close(fd)
         return True
 
-    def start(self, req: dict[str, object], fds: list[int]) -> None:
+    def start(self, req: dict[str, Any], fds: list[int]) -> None:
         """Fork the command's init in a new pid namespace (then back to our own for the
         next fork: ``unshare`` takes one only while the last one is undone)."""
         try:
