@@ -154,8 +154,8 @@ class ExecServer:
                 q = self._waiting.get(msg.get("id"))
             if q is not None:
                 q.put(msg)
-        self.alive = False
         with self._lock:
+            self.alive = False
             for q in self._waiting.values():
                 q.put({"ev": "lost"})
 
@@ -173,6 +173,8 @@ class ExecServer:
             ident = self._ids
             q: queue.Queue[dict[str, Any]] = queue.Queue()
             self._waiting[ident] = q
+            if not self.alive:  # gone since the caller's check: nobody else will say so
+                q.put({"ev": "lost"})
         payload = json.dumps({"op": "run", "id": ident, "argv": argv, "env": env, "cwd": cwd})
         start = time.monotonic()
         out, err = CappedOutput(), CappedOutput()

@@ -240,6 +240,7 @@ class LocalSandbox(Sandbox):
         self._server_view: tuple[bool, frozenset[Path]] = (False, frozenset())
         self._needs: dict[tuple[str, str], frozenset[Path]] = {}
         self._execs = 1 if how == "always" else 0
+        self._server_lock = threading.Lock()  # concurrent commands start one server
 
     def _resolve(self, path: str) -> Path:
         """The host path of ``path`` as a command sees it: relative to the workspace; under
@@ -337,10 +338,11 @@ class LocalSandbox(Sandbox):
         a folder that is not there, which fails there as it always did)."""
         if not self.served or not where.is_dir() or len(json.dumps([argv, env])) > MAX_REQUEST:
             return None
-        self._execs += 1
-        if self._execs == 1:  # a sandbox's only command (a verification) pays no server
-            return None
-        server = self._live_server(self._need(argv, env.get("PATH", "")))
+        with self._server_lock:
+            self._execs += 1
+            if self._execs == 1:  # a sandbox's only command (a verification): no server
+                return None
+            server = self._live_server(self._need(argv, env.get("PATH", "")))
         if server is None:
             return None
         data = stdin.encode() if isinstance(stdin, str) else stdin

@@ -1,39 +1,40 @@
-"""The exec server that lives inside a hardened local sandbox for a whole attempt.
+"""The exec server that lives inside a bubblewrap sandbox for the sandbox's whole life.
 
 Run (by the host side, ``_client``) as ``python -I -S -c <this file's text> SOCKET_FD``
-under the sandbox's bubblewrap, with today's isolation argv plus two capabilities,
-``CAP_SYS_ADMIN`` and ``CAP_SETPCAP``, that only the server and the first processes of a
-command hold and that no command keeps. Only the standard library; everything is
-imported before the first request, so nothing is read from the (agent-visible) file
-system later.
+under the sandbox's bubblewrap: today's isolation argv (view, covers, seccomp filter,
+cgroup, pid/IPC/network namespaces), plus two capabilities, ``CAP_SYS_ADMIN`` and
+``CAP_SETPCAP``, that the server and each command's init hold and no command keeps.
+Standard library only; everything is imported before the first request, so nothing is
+read from the (agent-visible) file system later.
 
 Why: setting up bubblewrap, the view's mounts, the seccomp filter and the cgroup for
-every command cost tens of milliseconds. The server pays that once; each command then
-costs three forks and gets what a per-command bubblewrap gave it:
+every command cost tens of milliseconds. The server pays that once; a command then costs
+one fork and one vfork and gets what a bubblewrap of its own gave it:
 
-- a **keeper** (forked by the server, in the server's pid namespace) unshares a pid, a
-  mount and an IPC namespace, forks the namespace's **init** (pid 1) and reports;
-- the init makes its mounts private, mounts the namespace's own ``/proc``, forks the
-  **command** (pid 2, as under bubblewrap), reaps every orphan, and when the command ends
-  kills what it left (``kill(-1)``) and reaps it all before it hands the wait status on:
-  nothing of the command outlives the report;
-- the command gets a new session, the host's descriptors as 0/1/2 and nothing else, the
-  folder and environment asked for, default signals, no capability (bounding, ambient,
-  effective, permitted, inheritable sets emptied) and keeps ``no_new_privs`` and the
-  keyring filter bubblewrap put on the server.
+- the server forks the command's **init** in a new pid namespace (``unshare`` then
+  ``setns`` back, so the next fork can take a new one again);
+- the init (pid 1 there) unshares a mount and an IPC namespace, makes its mounts private,
+  mounts the namespace's own ``/proc``, drops every capability (bounding set included),
+  starts the **command** as pid 2 (new session, the host's pipes as 0/1/2 and nothing
+  else open, its folder and environment), reaps every orphan, and when the command ends
+  kills what it left (``kill(-1)``) and reaps it all before it reports the exit code
+  (bubblewrap's: 128 + signal when killed): nothing of the command outlives the report;
+- a ``kill`` request (the host's timeout) kills the init, and the namespace with it.
 
 What an agent can do to the server: nothing it could not do before. Its commands run in
-their own pid namespace, so they cannot see or signal the server or a keeper; the server
-is not dumpable (no ptrace, no ``/proc/PID/fd``); the socket is an anonymous pair whose
-only other end the host holds, and no command inherits it. A memory bomb's OOM kill can
-still take the server down: the host then reports the command as killed (the agent's
-own failure) and starts a new server for the next one.
+their own pid namespace, so they cannot see or signal the server; the server and the
+inits are not dumpable (no ptrace, no ``/proc/1/fd``); the socket is an anonymous pair
+whose other end only the host holds. The sandbox's OOM killer can still end the server:
+the host then reports the running command as killed (the agent's own failure) and
+starts a new server for the next one.
 
-Protocol (``SOCK_SEQPACKET``, JSON messages): the host sends
-``{"op": "run", "id", "argv", "env", "cwd"}`` with the command's stdin, stdout and stderr
-as ``SCM_RIGHTS``, or ``{"op": "kill", "id"}``; the server answers ``{"ev": "ready"}``
-once (or ``{"ev": "unable", "err"}``), then per command one ``{"id", "ev": "exit",
-"code"}``, ``{"id", "ev": "nostart", "err"}`` or ``{"id", "ev": "lost"}``.
+Protocol (``SOCK_SEQPACKET``, JSON messages): the host sends ``{"op": "run", "id",
+"argv", "env", "cwd"}`` with the command's stdin, stdout and stderr as ``SCM_RIGHTS``, or
+``{"op": "kill", "id"}``; the server says ``{"ev": "ready"}`` once, then per command one
+of ``{"id", "ev": "exit", "code"}``, ``{"id", "ev": "nostart", "err"}`` (the program
+could not be run: bwrap's wording), ``{"id", "ev": "unable", "err"}`` (no namespaces
+here: nothing ran, the host falls back to a bubblewrap per command) or ``{"id", "ev":
+"lost"}`` (the init ended without reporting: killed).
 """
 
 from __future__ import annotations
