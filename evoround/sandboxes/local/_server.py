@@ -125,14 +125,24 @@ def _spawn(req: dict[str, Any], fds: list[int]) -> subprocess.Popen[bytes]:
     )
 
 
-def _init(sock: socket.socket, req: dict[str, Any], fds: list[int], last_cap: int) -> None:
-    """pid 1 of a command's namespace: set up, run the command, reap every orphan; at the
-    command's end kill what it left, reap it all, then report. Never returns."""
-    ident = req["id"]
+def _init(sock: socket.socket, conn: socket.socket, last_cap: int) -> None:
+    """pid 1 of a command's namespace, forked before its command is known (a spare, so
+    that its set-up is not on the command's path): set up, wait for the command on
+    ``conn``, run it, reap every orphan; at the command's end kill what it left, reap it
+    all, then report. Never returns."""
     try:
         _enter(last_cap)
+        why = ""
     except OSError as e:  # this host does not let the server make them: the host falls back
-        _send(sock, {"id": ident, "ev": "unable", "err": str(e)})
+        why = str(e)
+    data, fds, _, _ = socket.recv_fds(conn, MAX_MSG, 3)
+    conn.close()
+    if not data or len(fds) != 3:
+        os._exit(0)  # the server is gone or let this spare go
+    req = json.loads(data)
+    ident = req["id"]
+    if why:
+        _send(sock, {"id": ident, "ev": "unable", "err": why})
         os._exit(0)
     try:
         proc = _spawn(req, fds)
@@ -167,6 +177,7 @@ class Server:
         self.sock = sock
         self.last_cap = last_cap
         self.inits: dict[int, object] = {}
+        self.spare: tuple[int, socket.socket] | None = None
         self.own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_w)
@@ -201,14 +212,31 @@ class Server:
                 if ident == req.get("id"):
                     os.kill(pid, signal.SIGKILL)
         elif len(fds) == 3:
-            self.start(req, fds)
+            self.start(data, req.get("id"), fds)
         for fd in fds:
             os.close(fd)
         return True
 
-    def start(self, req: dict[str, Any], fds: list[int]) -> None:
-        """Fork the command's init in a new pid namespace (then back to our own for the
-        next fork: ``unshare`` takes one only while the last one is undone)."""
+    def start(self, data: bytes, ident: object, fds: list[int]) -> None:
+        """Hand the command to the spare init (forked now if there is none)."""
+        if self.spare is None:
+            self.prefork()
+        if self.spare is None:
+            _send(self.sock, {"id": ident, "ev": "nostart", "err": "bwrap: cannot fork"})
+            return
+        pid, conn = self.spare
+        self.spare = None
+        try:
+            socket.send_fds(conn, [data], fds)
+        except OSError:
+            os.kill(pid, signal.SIGKILL)  # reaped as "lost"
+        conn.close()
+        self.inits[pid] = ident
+
+    def prefork(self) -> None:
+        """Fork the next command's init in a new pid namespace (then back to our own for
+        the next fork: ``unshare`` takes one only while the last one is undone)."""
+        ours, its = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             _check(_libc.unshare(CLONE_NEWPID), "unshare")
             try:
@@ -217,28 +245,39 @@ class Server:
                 if os.getpid() != 1:  # not in the child, whose namespace this is
                     _check(_libc.setns(self.own_pidns, CLONE_NEWPID), "setns")
         except OSError as e:
-            _send(self.sock, {"id": req["id"], "ev": "nostart", "err": f"bwrap: {e}"})
+            os.write(2, f"evoround-server: {e}\n".encode())
+            ours.close()
+            its.close()
             return
         if pid == 0:
             try:
-                _init(self.sock, req, fds, self.last_cap)
+                ours.close()
+                _init(self.sock, its, self.last_cap)
             except BaseException as e:  # noqa: BLE001 - the host hears "lost"
                 os.write(2, f"evoround-server: init: {e!r}\n".encode())
             finally:
                 os._exit(1)
-        self.inits[pid] = req["id"]
+        its.close()
+        self.spare = (pid, ours)
 
     def reap(self) -> None:
+        """Reap ended inits (one that ended without reporting is reported ``lost``), then
+        fork the next spare: after the command's report, off its path."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
-                return
+                break
+            if self.spare is not None and self.spare[0] == pid:
+                self.spare[1].close()
+                self.spare = None
             ident = self.inits.pop(pid, None)
             if ident is not None and status != 0:  # ended before it could report
                 _send(self.sock, {"id": ident, "ev": "lost"})
+        if self.spare is None:
+            self.prefork()
 
 
 def main(argv: list[str]) -> None:
@@ -251,8 +290,10 @@ def main(argv: list[str]) -> None:
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no ptrace, no /proc/PID/fd for anyone
     with open("/proc/sys/kernel/cap_last_cap") as f:
         last_cap = int(f.read())
+    server = Server(sock, last_cap)
+    server.prefork()
     _send(sock, {"ev": "ready"})
-    Server(sock, last_cap).serve()
+    server.serve()
 
 
 if __name__ == "__main__":
