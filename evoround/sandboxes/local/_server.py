@@ -9,16 +9,18 @@ read from the (agent-visible) file system later.
 
 Why: setting up bubblewrap, the view's mounts, the seccomp filter and the cgroup for
 every command cost tens of milliseconds. The server pays that once; a command then costs
-one fork and one vfork and gets what a bubblewrap of its own gave it:
+one vfork (its init was forked before it came) and gets what its own bubblewrap gave it:
 
 - the server forks the command's **init** in a new pid namespace (``unshare`` then
-  ``setns`` back, so the next fork can take a new one again);
+  ``setns`` back, so the next fork can take a new one again), ahead of the command: a
+  spare, forked after the previous command's report, waits for it;
 - the init (pid 1 there) unshares a mount and an IPC namespace, makes its mounts private,
   mounts the namespace's own ``/proc``, drops every capability (bounding set included),
-  starts the **command** as pid 2 (new session, the host's pipes as 0/1/2 and nothing
-  else open, its folder and environment), reaps every orphan, and when the command ends
-  kills what it left (``kill(-1)``) and reaps it all before it reports the exit code
-  (bubblewrap's: 128 + signal when killed): nothing of the command outlives the report;
+  waits for its command, starts the **command** as pid 2 (new session, the host's pipes
+  as 0/1/2 and nothing else open, its folder and environment), reaps every orphan, and
+  when the command ends kills what it left (``kill(-1)``) and reaps it all before it
+  reports the exit code (bubblewrap's: 128 + signal when killed): nothing of the command
+  outlives the report;
 - a ``kill`` request (the host's timeout) kills the init, and the namespace with it.
 
 What an agent can do to the server: nothing it could not do before. Its commands run in
