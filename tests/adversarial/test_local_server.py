@@ -61,7 +61,8 @@ def test_commands_share_one_server_and_see_only_themselves(sb: LocalSandbox) -> 
     # its own pid namespace: pid 2 under an init, no process of the server in sight, and
     # signalling every process it can see (kill -1) reaches nothing outside it
     res = sb.exec("echo $$; ls /proc | grep -c '^[0-9]'; kill -9 -1; echo after", timeout=30)
-    assert res.stdout.split()[:2] == ["2", "4"], res
+    pid_seen, procs = res.stdout.split()[:2]
+    assert pid_seen == "2" and 3 <= int(procs) <= 4, res  # init, bash, ls (and grep)
     assert sb.server_pid == pid, "the command reached the server"
     # its namespace's init holds the host's socket: not dumpable, so not to be had
     peek = sb.exec("ls /proc/1/fd; cat /proc/1/environ; grep CapEff /proc/1/status", timeout=30)

@@ -229,17 +229,14 @@ class LocalSandbox(Sandbox):
         Path(self.workdir).mkdir(parents=True, exist_ok=True)
         Path(self.scratch).mkdir(parents=True, exist_ok=True)
         self._closed = False
-        from evoround.settings import settings
-
-        how = settings().local_server
-        self.served = self.isolation == "bwrap" and pid_namespace and how != "off"
+        self.served = self.isolation == "bwrap" and pid_namespace
         """Whether commands go through the sandbox's exec server (``_client``), started
         once; False: each command sets its bubblewrap up itself (unshare, a persistent
         agent's sandbox, or a host where the server cannot give commands namespaces)."""
         self._server: ExecServer | None = None
         self._server_view: tuple[bool, frozenset[Path]] = (False, frozenset())
         self._needs: dict[tuple[str, str], frozenset[Path]] = {}
-        self._execs = 1 if how == "always" else 0
+        self._execs = -1  # not yet counted: EVOROUND_LOCAL_SERVER is read at the first
         self._server_lock = threading.Lock()  # concurrent commands start one server
 
     def _resolve(self, path: str) -> Path:
@@ -339,9 +336,15 @@ class LocalSandbox(Sandbox):
         if not self.served or not where.is_dir() or len(json.dumps([argv, env])) > MAX_REQUEST:
             return None
         with self._server_lock:
+            if self._execs < 0:  # read here, not per sandbox: settings() reads files
+                from evoround.settings import settings
+
+                how = settings().local_server
+                self.served = self.served and how != "off"
+                self._execs = 1 if how == "always" else 0
             self._execs += 1
-            if self._execs == 1:  # a sandbox's only command (a verification): no server
-                return None
+            if not self.served or self._execs == 1:  # a sandbox's only command (a
+                return None  # verification) pays no server
             server = self._live_server(self._need(argv, env.get("PATH", "")))
         if server is None:
             return None
