@@ -25,6 +25,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -234,8 +235,6 @@ class ExecServer:
 
 
 def _python() -> list[str]:
-    import sys
-
     return [sys.executable or "python3", "-I", "-S"]
 
 
