@@ -112,6 +112,10 @@ def write_task(root: Path, rounds: int, size_mb: int) -> Task:
     (task / "task.toml").write_text(
         f'[task]\nname = "boundary-{size_mb}mb"\nactivity = "construction"\n'
         "[environment]\nmax_workspace_mb = 2048\n"
+        + "".join(
+            f'\n[[rounds]]\ntitle = "Round {i}"\nchange_types = ["extension"]\n'
+            for i in range(1, rounds + 1)
+        )
     )
     write_calc_rounds(
         task, rounds, solve_extra="head -c 1048576 /dev/urandom > data/churn.bin\n",

@@ -5,6 +5,14 @@ counter task, alternating mechanisms so machine noise falls on all of them alike
 the median, min and max wall time per command and the ratio to ``none``. The row
 ``unshare-bare`` is the same unshare command line without the seccomp launcher (what
 unshare mode ran before it had the keyring filter): the launcher's cost is the difference.
+``bwrap`` is a bubblewrap sandbox's default, its exec server (one bubblewrap per sandbox,
+a pid, mount and IPC namespace per command, see ``local/_server.py``); ``bwrap-per-cmd``
+is the same sandbox with ``served = False``: a new bubblewrap per command, the path every
+command took before the server (its code is unchanged). The server's start is paid by
+the second command of each sandbox (its first takes the per-command path: a sandbox
+that runs one command, a verification, never starts a server), outside the timed loop,
+and reported on its own.
+The load average is printed before and after: on a shared machine it decides the figures.
 
 With a timeout (as the engine runs agent commands), ``Popen.wait`` polls the command with
 a backoff that grows to 50 ms steps, so times are rounded up to the next poll (about 64,
@@ -41,8 +49,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="evoround-bench-"))
     task = load_task(COUNTER)
     sandboxes: dict[str, LocalSandbox] = {}
-    for mech in ("none", "unshare", "bwrap"):
-        os.environ["EVOROUND_LOCAL_ISOLATION"] = mech
+    print(f"load average before: {_load()}")
+    for mech in ("none", "unshare", "bwrap", "bwrap-per-cmd"):
+        os.environ["EVOROUND_LOCAL_ISOLATION"] = mech.split("-")[0]
         try:
             provider = LocalProvider(SnapshotStore(tmp / "store"), tmp / "sb")
         except Exception as e:  # this machine cannot do it
@@ -50,6 +59,13 @@ def main() -> None:
             continue
         sb = provider.create(task, f"bench/{mech}")
         assert isinstance(sb, LocalSandbox)
+        sb.served = sb.served and mech == "bwrap"
+        warm = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            sb.exec("true", timeout=timeout)
+            warm.append(f"{(time.perf_counter() - t0) * 1e3:.1f}")
+        print(f"{mech:14} first, second command: {' , '.join(warm)} ms")
         sandboxes[mech] = sb
     if "unshare" in sandboxes:
         sandboxes["unshare-bare"] = sandboxes["unshare"]
@@ -66,18 +82,30 @@ def main() -> None:
         med = statistics.median(ts)
         ratio = f"{med / base:7.1f}" if base else "      -"
         print(f"{mech:12} {med * 1e3:10.1f} {min(ts) * 1e3:8.1f} {max(ts) * 1e3:8.1f} {ratio}")
+    print(f"load average after: {_load()}")
     for sb in set(sandboxes.values()):
         sb.close()
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _bare(sb: LocalSandbox, timeout: float | None) -> ExecResult:
     """``true`` under unshare as :meth:`LocalSandbox.exec` runs it, minus the launcher."""
     env = {**{k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ},
            "HOME": str(sb.root / "home")}  # fmt: skip
-    argv = unshare_argv(sb.root, sb.hidden, ["bash", "-c", "true"], network=sb.network)
-    argv = sb.cgroup.wrap(argv) if sb.cgroup is not None else argv
-    return local_run(argv, cwd=Path(sb.workdir), timeout=timeout, stdin=None, env=env)
+    r, w = os.pipe()  # the namespace script's status descriptor (read by nobody here)
+    try:
+        argv = unshare_argv(sb.root, sb.hidden or (), ["bash", "-c", "true"],
+                            network=sb.network, status_fd=w)  # fmt: skip
+        argv = sb.cgroup.wrap(argv) if sb.cgroup is not None else argv
+        return local_run(argv, cwd=Path(sb.workdir), timeout=timeout, stdin=None, env=env,
+                         pass_fds=(w,))  # fmt: skip
+    finally:
+        os.close(r)
+        os.close(w)
 
 
 if __name__ == "__main__":

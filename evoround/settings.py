@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     local; default), archive (the workdir only, streamed as tars) or commit (the container)."""
     local_isolation: Literal["auto", "bwrap", "unshare", "none"] = "auto"
     """Local sandbox isolation: bwrap (bubblewrap), unshare, none; auto: the best that works."""
+    local_server: Literal["auto", "always", "off"] = "auto"
+    """bwrap sandboxes: run commands through one exec server per sandbox from its second
+    command (auto), from its first (always), or a bubblewrap per command (off)."""
     local_show: str | None = None
     """Folders (':'-separated) a bubblewrap sandbox shows read-only beyond the system ones."""
     claude_bin: str | None = None

@@ -328,6 +328,11 @@ def _too_broad(r: Path, home: Path, hidden: tuple[Path, ...]) -> bool:
     return any(h == r or r in h.parents for h in hidden)
 
 
+KEPT_CAPS = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+"""What the exec server keeps: a pid and mount namespace and a ``/proc`` per command
+(``CAP_SYS_ADMIN``), and the right to empty a command's bounding set (``CAP_SETPCAP``)."""
+
+
 def bwrap_argv(
     root: Path,
     hidden: tuple[Path, ...],
@@ -350,16 +355,16 @@ def bwrap_argv(
     ``pid_namespace=False`` is for agents whose processes must outlive a command (a tmux
     server): the filesystem view is the same, but what a command leaves keeps running
     (the scaffold stops its server when the attempt ends). ``keep_caps`` is for the
-    sandbox's command runner (``_runner``), which drops them for each command itself.
+    sandbox's exec server (``_server``): it keeps :data:`KEPT_CAPS`, which no command
+    keeps (the server drops them all before each command's exec).
     """
     tmp = root / "tmp"
     tmp.mkdir(exist_ok=True)
     out = _bwrap_namespaces(
         info_fd=info_fd, seccomp_fd=seccomp_fd, pid_namespace=pid_namespace, network=network
     )
-    if keep_caps:
-        out.remove("--cap-drop")
-        out.remove("ALL")
+    if keep_caps:  # the exec server's: to give each command its own namespaces
+        out[out.index("ALL") + 1 : out.index("ALL") + 1] = KEPT_CAPS
     out += [*host_view(), "--dev", "/dev", "--proc", "/proc"]
     shown = shown_dirs(argv, search_path, hidden)
     for keep in shown:  # before the covers: a cover inside one of them stays

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import logging
 import os
 import shutil
 import signal
@@ -44,8 +46,15 @@ from evoround.sandboxes.common import (
     remove_tree,
 )
 from evoround.sandboxes.local._cgroup import Cgroup
+from evoround.sandboxes.local._client import (
+    MAX_REQUEST,
+    ExecServer,
+    NotStarted,
+    ServerFailed,
+    ServerUnable,
+)
 from evoround.sandboxes.local._confine import copy_tree, read_path, write_new, write_path
-from evoround.sandboxes.local._isolation import bwrap_argv, unshare_argv
+from evoround.sandboxes.local._isolation import bwrap_argv, shown_dirs, unshare_argv
 from evoround.sandboxes.local._seccomp import STARTED, filter_fd, launcher_argv
 from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore
 
@@ -220,6 +229,15 @@ class LocalSandbox(Sandbox):
         Path(self.workdir).mkdir(parents=True, exist_ok=True)
         Path(self.scratch).mkdir(parents=True, exist_ok=True)
         self._closed = False
+        self.served = self.isolation == "bwrap" and pid_namespace
+        """Whether commands go through the sandbox's exec server (``_client``), started
+        once; False: each command sets its bubblewrap up itself (unshare, a persistent
+        agent's sandbox, or a host where the server cannot give commands namespaces)."""
+        self._server: ExecServer | None = None
+        self._server_view: tuple[bool, frozenset[Path]] = (False, frozenset())
+        self._needs: dict[tuple[str, str], frozenset[Path]] = {}
+        self._execs = -1  # not yet counted: EVOROUND_LOCAL_SERVER is read at the first
+        self._server_lock = threading.Lock()  # concurrent commands start one server
 
     def _resolve(self, path: str) -> Path:
         """The host path of ``path`` as a command sees it: relative to the workspace; under
@@ -260,6 +278,9 @@ class LocalSandbox(Sandbox):
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         where = self._resolve(cwd or self.workdir)
         if self.hidden is not None and (self.isolation == "bwrap" or self.pid_namespace):
+            served = self._exec_served(argv, where, timeout, stdin, full_env)
+            if served is not None:
+                return served
             return self._exec_isolated(argv, where, timeout, stdin, full_env)
         argv = self.cgroup.wrap(argv) if self.cgroup is not None else argv
         return local_run(argv, cwd=where, timeout=timeout, stdin=stdin, env=full_env)
@@ -299,6 +320,114 @@ class LocalSandbox(Sandbox):
         if not started and not res.timed_out:
             raise self._not_started(res, bwrap)
         return res
+
+    def _exec_served(
+        self,
+        argv: list[str],
+        where: Path,
+        timeout: float | None,
+        stdin: str | bytes | None,
+        env: dict[str, str],
+    ) -> ExecResult | None:
+        """Run through the sandbox's exec server; None: take the per-command path (the
+        sandbox's first command: a verification clone runs one, and a server costs more
+        to start than one bubblewrap; no server here; a request too big for one message;
+        a folder that is not there, which fails there as it always did)."""
+        if not self.served or not where.is_dir() or len(json.dumps([argv, env])) > MAX_REQUEST:
+            return None
+        with self._server_lock:
+            if self._execs < 0:  # read here, not per sandbox: settings() reads files
+                from evoround.settings import settings
+
+                how = settings().local_server
+                self.served = self.served and how != "off"
+                self._execs = 1 if how == "always" else 0
+            self._execs += 1
+            if not self.served or self._execs == 1:  # a sandbox's only command (a
+                return None  # verification) pays no server
+            server = self._live_server(self._need(argv, env.get("PATH", "")))
+        if server is None:
+            return None
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        try:
+            return server.run(argv, env, str(where), data, timeout)
+        except ServerUnable as e:
+            self._unable(e)
+            return None
+        except NotStarted as e:
+            raise SandboxError(
+                f"sandbox {self.root.name}: bubblewrap could not start the command: {e}"
+            ) from None
+
+    def _need(self, argv: list[str], path: str) -> frozenset[Path]:
+        """The folders a command's view shows besides the system folders (bubblewrap
+        builds the view around the program and ``PATH``, see ``shown_dirs``)."""
+        key = (argv[0] if argv and argv[0].startswith("/") else "", path)
+        if key not in self._needs:
+            shown = shown_dirs([key[0]] if key[0] else [], path, self.hidden or ())
+            self._needs[key] = frozenset([*shown, *self.shown])
+        return self._needs[key]
+
+    def _live_server(self, need: frozenset[Path]) -> ExecServer | None:
+        """The sandbox's server, (re)started when there is none, it is gone or stopped,
+        or its view lacks what this command needs (another network, another folder)."""
+        s = self._server
+        net, view = self._server_view
+        if s is not None and s.usable() and net == self.network and need <= view:
+            return s
+        self._stop_server()
+        view = view | need | frozenset(self.shown)
+        try:
+            self._server = ExecServer(lambda a, fd: self._server_argv(a, view))
+        except ServerUnable as e:
+            self._unable(e)
+            return None
+        except ServerFailed as e:
+            raise SandboxError(
+                f"sandbox {self.root.name}: bubblewrap could not start the command: {e}"
+            ) from None
+        self._server_view = (self.network, view)
+        return self._server
+
+    def _server_argv(
+        self, argv: list[str], view: frozenset[Path]
+    ) -> tuple[list[str], tuple[int, ...]]:
+        """The server's command line: a command's bubblewrap (the filter's descriptor
+        inherited) showing ``view``, keeping the capabilities it drops for each command."""
+        rules = filter_fd()
+        wrapped = bwrap_argv(
+            self.root,
+            self.hidden or (),
+            argv,
+            network=self.network,
+            cwd=str(self.root),
+            search_path=os.pathsep.join(sorted(map(str, view))),
+            seccomp_fd=rules,
+            show=self.shown,
+            keep_caps=True,
+        )
+        return (self.cgroup.wrap(wrapped) if self.cgroup is not None else wrapped), (rules,)
+
+    def _unable(self, why: Exception) -> None:
+        """No server for this sandbox any more: each command sets bubblewrap up itself."""
+        logging.getLogger(__name__).warning(
+            "local sandbox: the exec server cannot make a command's namespaces here (%s): "
+            "each command sets bubblewrap up itself (slower, as safe)",
+            why,
+        )
+        self._stop_server()
+        self.served = False
+
+    @property
+    def server_pid(self) -> int | None:
+        """The exec server's pid on the host while one runs (None: none yet, or gone)."""
+        s = self._server
+        return s.pid if s is not None and s.usable() else None
+
+    def _stop_server(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
     def _isolated_argv(
         self, argv: list[str], where: Path, env: dict[str, str], info_w: int, rules: int
@@ -403,6 +532,7 @@ class LocalSandbox(Sandbox):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._stop_server()
             if self.cgroup is not None:
                 self.cgroup.remove()  # what a persistent agent left running goes first
             if self.on_close is not None:
