@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import docker
 import docker.errors
 
+from evoround.programs import program_text
 from evoround.sandboxes.common import SandboxError
 from evoround.sandboxes.docker._config import LABEL
 
@@ -39,23 +40,7 @@ PRISTINE = "/evoround/pristine"
 
 PRISTINE_ROLE = "pristine"
 
-_PROBE = r"""
-import json, os, shutil, subprocess, sys
-py = os.path.realpath(sys.executable)
-out = subprocess.run(["ldd", py], capture_output=True, text=True).stdout
-loader, libdirs = None, []
-for line in out.splitlines():
-    parts = line.split()
-    if "=>" in parts:
-        i = parts.index("=>") + 1
-        if i < len(parts) and parts[i].startswith("/"):
-            libdirs.append(os.path.dirname(os.path.realpath(parts[i])))
-    elif parts and parts[0].startswith("/"):
-        loader = os.path.realpath(parts[0])
-which = lambda n: os.path.realpath(shutil.which(n) or "/nonexistent/" + n)
-print(json.dumps({"python": py, "loader": loader, "libdirs": sorted(set(libdirs)),
-                  "sh": which("sh"), "timeout": which("timeout"), "sys_path": sys.path}))
-"""
+_PROBE = program_text("evoround.sandboxes.docker", "pristine_probe.py")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ import os
 import struct
 import sys
 
+from evoround.programs import program_text
+
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
@@ -85,32 +87,7 @@ is there: without it nothing of the command ran."""
 # at start is put back before exec: SIGPIPE and SIGXFSZ ignored (so `yes | head` would
 # complain), LC_CTYPE added when the locale is C (the environment from /proc/self/environ,
 # which is the block exec received). Failure: exit 125 with a line on stderr, nothing run.
-_LAUNCH = r"""import _signal, ctypes, os, sys
-prog, status = bytes.fromhex(sys.argv[1]), int(sys.argv[2])
-class Prog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-libc, ul = ctypes.CDLL(None, use_errno=True), ctypes.c_ulong
-if libc.prctl(38, ul(1), ul(0), ul(0), ul(0)) or libc.prctl(
-        22, ul(2), ctypes.byref(Prog(len(prog) // 8, prog)), ul(0), ul(0)):
-    sys.stderr.write("evoround-seccomp: cannot install the keyring filter: prctl: %s\n"
-                     % os.strerror(ctypes.get_errno()))
-    sys.exit(125)
-if status != 3:  # the namespace script's status descriptor: a single digit for sh
-    os.dup2(status, 3)
-    os.close(status)
-for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
-    _signal.signal(sig, _signal.SIG_DFL)
-try:
-    with open("/proc/self/environ", "rb") as f:
-        env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-except OSError:
-    env = os.environ
-try:
-    os.execvpe(sys.argv[3], sys.argv[3:], env)
-except OSError as e:
-    sys.stderr.write("evoround-seccomp: %s: %s\n" % (sys.argv[3], e.strerror))
-    sys.exit(127)
-"""
+_LAUNCH = program_text("evoround.sandboxes.local", "seccomp_launch.py")
 
 
 def launcher_argv(status_fd: int) -> list[str]:
