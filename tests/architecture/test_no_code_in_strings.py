@@ -1,0 +1,96 @@
+"""No program text in string literals: code the verifiers run inside the sandbox lives in
+real files (``evoround/verifiers/guard/``, package data) where ruff, mypy and coverage see
+it. A string literal that parses as Python of :data:`MAX_STATEMENTS` statements or more is
+code in a string (prose, INI text and short snippets do not parse, or are a statement or
+two)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.architecture.import_graph import PACKAGE_ROOT
+
+REPO = PACKAGE_ROOT.parent
+MAX_STATEMENTS = 5
+PLACEHOLDER = re.compile(r"@\w+@|(?<!\{)\{\w+\}(?!\})")
+"""A template's holes: ``@NAME@`` (``str.replace``) and ``{name}`` (``str.format``)."""
+ROOTS = [PACKAGE_ROOT / "verifiers"]
+
+
+def _text(node: ast.AST) -> str | None:
+    """A string literal's text (an f-string's holes as a plain name), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(
+            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "_"
+            for v in node.values
+        )
+    return None
+
+
+def _statements(text: str) -> int:
+    """Statements of Python in ``text``: as is, as an indented block (a body kept apart from
+    its head), and each again as a template (``@NAME@``, ``{name}`` placeholders filled)."""
+    filled = PLACEHOLDER.sub("_", text).replace("{{", "{").replace("}}", "}")
+    for candidate in (text, filled):
+        for head in ("", "if _:\n"):
+            try:
+                tree = ast.parse(head + candidate)
+            except (SyntaxError, ValueError):
+                continue
+            return sum(isinstance(n, ast.stmt) for n in ast.walk(tree)) - (1 if head else 0)
+    return 0
+
+
+def code_in_strings(source: str) -> list[tuple[int, int]]:
+    """(line, statements) of each string literal of ``source`` holding code."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        text = _text(node)
+        count = _statements(text) if text and "\n" in text else 0
+        if count >= MAX_STATEMENTS:
+            found.append((node.lineno, count))
+    return found
+
+
+def _files() -> list[Path]:
+    return sorted(p for root in ROOTS for p in root.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_no_code_in_string_literals(path: Path) -> None:
+    bad = code_in_strings(path.read_text())
+    assert bad == [], "\n".join(
+        f"{path.relative_to(REPO)}:{line}: a string literal holding {n} statements of Python "
+        "(move it into a file of evoround/verifiers/guard/)"
+        for line, n in bad
+    )
+
+
+def test_the_rule_sees_code_in_a_string() -> None:
+    body = "    x = 1\n    if x:\n        y = 2\n    z = 3\n    return x\n"
+    source = f'PLUGIN = """\nimport os\n\ndef f():\n{body}"""\nBODY = """{body}"""\n'
+    assert code_in_strings(source) == [(1, 7), (11, 5)]
+
+
+def test_the_rule_sees_code_in_a_template() -> None:
+    source = (
+        'PLUGIN = """_NONCE = @NONCE@\nimport os\nx = {{1}}\ny = {name}\nz = 2\n"""\n'
+        'BODY = """    try:\n        {k} = 1\n        {o} = {a} + {shift}\n    except Exception:\n'
+        '        {o} = {{{t}}}\n    return {o}\n"""\n'
+    )
+    assert code_in_strings(source) == [(1, 5), (7, 5)]
+
+
+def test_the_rule_spares_prose_and_short_snippets() -> None:
+    source = (
+        '"""A docstring: it says why.\n\nSee :func:`f` (``x = 1``)."""\n'
+        'INI = """[pytest]\\naddopts = -q\\n"""\n'
+        'SNIPPET = "try:\\n    import x\\nexcept BaseException:\\n    pass"\n'
+    )
+    assert code_in_strings(source) == []
