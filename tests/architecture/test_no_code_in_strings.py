@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,32 @@ def test_the_rule_spares_prose_and_short_snippets() -> None:
         'SNIPPET = "try:\\n    import x\\nexcept BaseException:\\n    pass"\n'
     )
     assert code_in_strings(source) == []
+
+
+GUARD = PACKAGE_ROOT / "verifiers" / "guard"
+
+
+def test_the_in_sandbox_programs_are_linted_and_formatted() -> None:
+    """ruff (rules and format of pyproject.toml) passes on the guard room; mypy checks it
+    with the package (test_house_rules.test_types_check)."""
+    for args in (["check"], ["format", "--check"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ruff", *args, str(GUARD)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-1000:]
+
+
+def test_every_guard_file_is_shipped_and_read_as_is() -> None:
+    """Each program the verifiers read is in the guard room, byte for byte, and the package
+    data of pyproject.toml ships the room."""
+    from evoround.verifiers._programs import program
+
+    names = sorted(p.name for p in GUARD.glob("*.py"))
+    assert names == ["pytest_runner.py", "script_plugin.py", "twin_helper.py", "twin_helper_far.py"]
+    for name in names:
+        assert program(name) == (GUARD / name).read_text()
+    assert '"verifiers/guard/*.py"' in (REPO / "pyproject.toml").read_text()
