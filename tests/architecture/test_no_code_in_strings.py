@@ -125,3 +125,19 @@ def test_every_guard_file_is_shipped_and_read_as_is() -> None:
     for name in names:
         assert program(name) == (GUARD / name).read_text()
     assert '"verifiers/guard/*.py"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_the_twin_helper_templates_share_their_comparing_head() -> None:
+    """The two helper forms differ only in how they change a value: their comparing head
+    (called with a second value) is the same text in both files."""
+    from evoround.verifiers._programs import TEMPLATE_MARKER, program
+
+    heads = {
+        program(name)
+        .split(TEMPLATE_MARKER, 1)[1]
+        .split("\n    TEMP = TOKEN\n")[0]
+        .split("\n    try:\n        KIND")[0]
+        for name in ("twin_helper.py", "twin_helper_far.py")
+    }
+    assert len(heads) == 1
+    assert "def HELPER(VALUE, *OTHERS):" in heads.pop()
