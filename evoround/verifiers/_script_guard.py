@@ -40,7 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evoround.verifiers._script_twins import TwinRecords, plugin_source, twin_evidence
+from evoround.verifiers._programs import program
+from evoround.verifiers._script_twins import TwinRecords, twin_evidence
 from evoround.verifiers._twins import TwinPlan
 
 CHANNEL_LIMIT = 32 << 20
@@ -49,220 +50,9 @@ CHANNEL_LIMIT = 32 << 20
 _ADJ = ("quiet", "brisk", "amber", "lunar", "civic", "tidal", "polar", "noble", "rapid")
 _NOUN = ("otter", "maple", "cobalt", "harbor", "falcon", "meadow", "quartz", "willow")
 
-PLUGIN = r'''"""pytest plugin (generated per verification by evoround; see _script_guard.py)."""
-import atexit as _atexit
-import json as _json
-import os as _os
-import sys as _sys
-
-import pytest
-
-_NONCE = @NONCE@
-_CHANNEL = @CHANNEL@
-_MARK = @MARK@
-_WORKDIR = @WORKDIR@
-_HOOKS = ("pytest_pyfunc_call", "pytest_runtest_protocol")
-_seq = [0]
-_ended = []
-_exit_watch = {}
-
-
-def _emit(rec):
-    rec["p"] = _os.getpid()
-    try:
-        data = (_NONCE + " " + _json.dumps(rec) + "\n").encode()
-        fd = _os.open(_CHANNEL, _os.O_WRONLY | _os.O_APPEND | _os.O_CREAT, 0o644)
-        try:
-            while data:
-                data = data[_os.write(fd, data):]
-        finally:
-            _os.close(fd)
-    except Exception:
-        pass
-
-
-def _internals():
-    found = {}
-    try:
-        import builtins
-        from _pytest import config as cfg, main as mn, python as py, reports as rep, runner as run
-    except Exception:
-        return found
-    places = [(_sys, "exit"), (builtins, "SystemExit"), (cfg, "ExitCode"), (cfg, "main"),
-              (cfg, "console_main"), (mn, "wrap_session"), (mn, "Session"),
-              (py, "Function"), (py, "pytest_pyfunc_call"), (rep, "TestReport"),
-              (run, "CallInfo"), (run, "call_and_report"), (run, "call_runtest_hook"),
-              (run, "runtestprotocol"), (run, "pytest_runtest_makereport"),
-              (run, "pytest_runtest_call")]
-    for owner, name in places:
-        if name in vars(owner):
-            found[owner.__name__ + "." + name] = vars(owner)[name]
-    for cls, name in ((getattr(py, "Function", None), "runtest"),
-                      (getattr(rep, "TestReport", None), "from_item_and_call"),
-                      (getattr(rep, "TestReport", None), "__init__"),
-                      (getattr(run, "CallInfo", None), "from_call")):
-        if isinstance(cls, type) and name in vars(cls):
-            found[cls.__module__ + "." + cls.__name__ + "." + name] = vars(cls)[name]
-    return found
-
-
-def _impls(config):
-    # the first-result implementations (not wrappers): those can skip a test's body
-    found = {}
-    try:
-        for hook in _HOOKS:
-            caller = getattr(config.hook, hook, None)
-            for impl in (caller.get_hookimpls() if caller is not None else ()):
-                if not (getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False)):
-                    found[(hook, impl.plugin_name)] = impl.function
-    except Exception:
-        pass
-    return found
-
-
-def _in_workspace(func):
-    # code the agent wrote, not a package installed in a virtualenv inside the workspace
-    code = getattr(func, "__code__", None)
-    name = getattr(code, "co_filename", "") or ""
-    root = _os.path.realpath(_WORKDIR or _os.sep).rstrip(_os.sep) + _os.sep
-    real = _os.path.realpath(name) if name else ""
-    parts = real.split(_os.sep)
-    if root == _os.sep or "site-packages" in parts or "dist-packages" in parts:
-        return ""
-    return name if real.startswith(root) else ""
-
-
-def _rc(session):
-    try:
-        return int(getattr(session, "exitstatus", None))
-    except Exception:
-        return None
-
-
-def _at_exit():
-    try:
-        _exit_check()
-    except Exception:
-        _emit({"k": "exit"})
-
-
-def _exit_check():
-    # Registered before any workspace code ran, so it runs after every atexit hook of the
-    # tested code; what could still change the process's exit status is checked here.
-    what = []
-    for sess in _ended:
-        if _rc(sess.session) != sess.rc:
-            what.append("the exit status changed after pytest finished (%s to %s)"
-                        % (sess.rc, _rc(sess.session)))
-    now, said = _internals(), set().union(*[sess.sent for sess in _ended])
-    for label, obj in _exit_watch.items():
-        if now.get(label) is not obj and label + " was replaced" not in said:
-            what.append(label + " was replaced before the process exited")
-    _emit({"k": "exit", "tampered": what[:20]})
-
-
-class _Session(object):
-    """One pytest session's state and its own hooks (a nested in-process run gets its own)."""
-
-    def __init__(self, config, sid, mark):
-        self.config, self.sid, self.mark = config, sid, mark
-        self.internals, self.impls = _internals(), _impls(config)
-        self.raised, self.tampered, self.sent, self.session = {}, set(), set(), None
-
-    def check(self):
-        try:
-            self._check()
-        except Exception:
-            pass
-
-    def _check(self):
-        now = _internals()
-        for label, obj in self.internals.items():
-            if now.get(label) is not obj:
-                self.tampered.add(label + " was replaced")
-        for key, func in _impls(self.config).items():
-            if key in self.impls and self.impls[key] is not func:
-                self.tampered.add("%s of plugin %s was replaced" % key)
-            origin = "" if key in self.impls else _in_workspace(func)
-            if origin:  # registered during the run by code in the workspace
-                self.tampered.add("%s implemented by workspace code %s" % (key[0], origin))
-        for what in sorted(self.tampered - self.sent):
-            self.sent.add(what)
-            _emit({"k": "tamper", "s": self.sid, "what": what[:300]})
-
-    def pytest_sessionstart(self, session):
-        self.session = session
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(self, item):
-        outcome = yield
-        try:
-            self.raised[item.nodeid] = outcome.excinfo is not None
-        except Exception:
-            pass
-
-    def pytest_runtest_logreport(self, report):
-        try:
-            self._log(report)
-        except Exception:
-            pass
-
-    def _log(self, report):
-        if report.when == "call" or report.outcome != "passed":
-            raised = self.raised.pop(report.nodeid, None) if report.when == "call" else None
-            _emit({"k": "r", "s": self.sid, "id": str(report.nodeid)[:300],
-                   "w": report.when, "o": report.outcome, "x": raised})
-        if report.when == "teardown":
-            self.check()
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_unconfigure(self, config):
-        try:
-            self._end()
-        except Exception:
-            pass
-
-    def _end(self):
-        self.check()
-        self.rc = rc = _rc(self.session)
-        if self.top:
-            _ended.append(self)
-        if self.mark is None:
-            _os.environ.pop(_MARK, None)
-        else:
-            _os.environ[_MARK] = self.mark
-        _emit({"k": "end", "s": self.sid, "rc": rc})
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config):
-    # The guard must never break an honest run: a failure of its own makes it do nothing.
-    try:
-        _start(config)
-    except Exception:
-        pass
-
-
-def _start(config):
-    _seq[0] += 1
-    sid = "%d-%d" % (_os.getpid(), _seq[0])
-    worker = hasattr(config, "workerinput") or "PYTEST_XDIST_WORKER" in _os.environ
-    nested = _MARK in _os.environ
-    args = [str(a)[:200] for a in getattr(config, "invocation_params", config).args][:20]
-    sess = _Session(config, sid, _os.environ.get(_MARK))
-    sess.top = not nested and not worker
-    config.pluginmanager.register(sess, "evo-" + sid)
-    _os.environ[_MARK] = sid
-    try:
-        _twins_for(config, sess)
-    except Exception:
-        pass
-    if sess.top and not _exit_watch:
-        _exit_watch.update(sess.internals)
-        _atexit.register(_at_exit)
-    # last: a start record promises an end record and an exit record
-    _emit({"k": "start", "s": sid, "nested": nested, "worker": worker, "args": args})
-'''
+PLUGIN = program("script_plugin.py")
+"""The plugin's source (``guard/script_plugin.py``), the same for every verification; its
+settings go beside it (:func:`make_guard`)."""
 
 
 @dataclass(frozen=True)
@@ -297,18 +87,17 @@ def make_guard(
     nonce = secrets.token_hex(16)
     channel = f"{base}/{channel_dir}/{secrets.token_hex(6)}.log"
     mark = f"{rng.choice(_ADJ).upper()}_{rng.choice(_NOUN).upper()}_{secrets.token_hex(3).upper()}"
-    source = PLUGIN
-    for key, value in (
-        ("NONCE", nonce),
-        ("CHANNEL", channel),
-        ("MARK", mark),
-        ("WORKDIR", workdir),
-    ):
-        source = source.replace(f"@{key}@", json.dumps(value))
-    source += plugin_source(twins or {})
+    settings = {
+        "nonce": nonce,
+        "channel": channel,
+        "mark": mark,
+        "workdir": workdir,
+        "twins": twins or {},
+    }
     dist = f"{plugin_dir}/{module}-0.dist-info"
     files = {
-        f"{plugin_dir}/{module}.py": source,
+        f"{plugin_dir}/{module}.py": PLUGIN,
+        f"{plugin_dir}/{module}.json": json.dumps(settings),
         f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {module}\nVersion: 0\n",
         f"{dist}/entry_points.txt": f"[pytest11]\n{module} = {module}\n",
         f"{channel_dir}/.keep": "",

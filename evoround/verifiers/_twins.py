@@ -53,99 +53,10 @@ from evoround.verifiers._expect import (
     suite_values,
 )
 from evoround.verifiers._names import FileWords, Namer, file_words
+from evoround.verifiers._programs import fill
 
 MAX_TWINS = 3
 
-# No docstring or fixed name: the helper's name and its parameter and local names are words
-# of the file it is added to (see ._names).
-_COMPARE = """
-
-def {name}({a}, *{b}):
-    if {b}:
-        try:
-            if bool({a} == {name}({b}[0])):
-                return True
-        except Exception:
-            pass
-        try:
-            return bool({name}({a}) == {b}[0])
-        except Exception:
-            return False
-"""
-"""The helper's head, shared by both forms: called with a second value, it answers
-whether either of the two equals the other one changed."""
-_HELPER = (
-    _COMPARE
-    + """    try:
-        {k} = type({a})
-        if {k} is bool or {a} is None:
-            {o} = object()
-        elif isinstance({a}, int):
-            {t} = str(abs({a}))
-            {o} = int(str((int({t}[0]) + {shift}) % 9 + 1) + {t}[1:]) * (-1 if {a} < 0 else 1)
-        elif isinstance({a}, float):
-            {t} = len(repr({a}).partition(".")[2])
-            {o} = float({name}(int({a}))) if {a}.is_integer() else round({a} * {scale}, {t})
-        elif isinstance({a}, (str, bytes)):
-            {t} = {a}.decode("latin-1") if isinstance({a}, bytes) else {a}
-            {t} = "".join(
-                chr((ord({o}) - 97 + {shift}) % 26 + 97) if "a" <= {o} <= "z"
-                else chr((ord({o}) - 65 + {shift}) % 26 + 65) if "A" <= {o} <= "Z"
-                else str((int({o}) + {shift}) % 10) if "0" <= {o} <= "9"
-                else {o}
-                for {o} in {t}
-            )
-            {o} = {t}.encode("latin-1") if isinstance({a}, bytes) else {t}
-        elif {k} in (list, tuple):
-            {o} = {k}(list({a}) + [object()])
-        elif {k} is dict:
-            {o} = dict({a})
-            {o}[object()] = object()
-        elif {k} in (set, frozenset):
-            {o} = {k}(set({a}) | {{object()}})
-        else:
-            {o} = object()
-        if type({o}) is not object and {o} == {a}:
-            {o} = object()
-    except Exception:
-        {o} = object()
-    return {o}
-"""
-)
-"""A value of the same type and shape that is not the first argument (a fresh object
-otherwise); with a second value: whether either of the two equals the other one changed."""
-_HELPER_FAR = (
-    _COMPARE
-    + """    {t} = "{token}"
-    try:
-        {k} = type({a})
-        if {k} is bool or {a} is None:
-            {o} = object()
-        elif isinstance({a}, int):
-            {o} = {a} + {shift}
-        elif isinstance({a}, float):
-            {o} = {a} * 1.5 + {shift}
-        elif isinstance({a}, str):
-            {o} = {a} + {t}
-        elif isinstance({a}, bytes):
-            {o} = {a} + {t}.encode()
-        elif {k} in (list, tuple):
-            {o} = {k}(list({a}) + [{t}])
-        elif {k} is dict:
-            {o} = dict({a})
-            {o}[{t}] = {t}
-        elif {k} in (set, frozenset):
-            {o} = {k}(set({a}) | {{{t}}})
-        else:
-            {o} = object()
-        if type({o}) is not object and {o} == {a}:
-            {o} = object()
-    except Exception:
-        {o} = object()
-    return {o}
-"""
-)
-"""The helper with far values (see :func:`._expect.alter`)."""
 _UNITTEST_BASES = frozenset({"TestCase", "IsolatedAsyncioTestCase"})
 
 
@@ -535,19 +446,16 @@ def _pick(
 def _helper_source(
     namer: Namer, w: FileWords, helper: str, rng: random.Random, far: bool = True
 ) -> str:
-    """The run's helper (see :data:`_HELPER`) with local names made from the file's words."""
+    """The run's helper (``guard/twin_helper.py``, ``twin_helper_far.py``: no docstring or
+    fixed name) with its name and local names made from the file's words (see ._names)."""
     a, b, t, k, o = namer.locals_(5, w, {helper})
-    return (_HELPER_FAR if far else _HELPER).format(
-        name=helper,
-        a=a,
-        b=b,
-        t=t,
-        k=k,
-        o=o,
-        token=secrets.token_hex(6),
-        shift=rng.randrange(10**6, 10**9) if far else rng.choice([1, 2, 3, 4, 6]),
-        scale=rng.choice([0.3, 0.4, 0.6, 1.4, 1.6, 1.7]),
-    )
+    token = secrets.token_hex(6)
+    shift = rng.randrange(10**6, 10**9) if far else rng.choice([1, 2, 3, 4, 6])
+    scale = rng.choice([0.3, 0.4, 0.6, 1.4, 1.6, 1.7])
+    names = {"HELPER": helper, "VALUE": a, "OTHERS": b, "TEMP": t, "KIND": k, "OUT": o}
+    if far:
+        return fill("twin_helper_far.py", {**names, "SHIFT": str(shift), "TOKEN": f'"{token}"'})
+    return fill("twin_helper.py", {**names, "SHIFT": str(shift), "SCALE": str(scale)})
 
 
 def shared_imports(files: dict[str, str], local: set[str]) -> list[str]:
