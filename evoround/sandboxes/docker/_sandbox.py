@@ -109,6 +109,7 @@ from evoround.sandboxes.docker._images import (
 )
 from evoround.sandboxes.docker._pristine import PristinePython
 from evoround.sandboxes.docker._relay import EndpointRelay
+from evoround.sandboxes.docker._wedge import WEDGE_SLACK_SEC, WedgeBreaker
 from evoround.snapshots import (
     Snapshot,
     SnapshotKind,
@@ -236,6 +237,8 @@ class DockerSandbox(Sandbox):
         self._oom_kills = 0  # a fresh container's cgroup starts at zero
         self._lock = threading.Lock()
         self._relays: list[EndpointRelay] = []
+        self._init_pid: int | None = None
+        """Host pid of the container's init, read before the first command (see ``_wedge``)."""
 
     @property
     def _api(self) -> docker.APIClient:
@@ -415,14 +418,22 @@ class DockerSandbox(Sandbox):
         host_deadline = (
             None if timeout is None else start + timeout + KILL_GRACE_SEC + HOST_SLACK_SEC
         )
-        code, out, err, dropped = self._raw_exec(
-            self._wrapped(argv, timeout),
-            stdin=data,
-            cwd=self._resolve(cwd) if cwd else self.workdir,
-            env=env,
-            host_deadline=host_deadline,
-            guarded=timeout is not None,
-        )
+        with self._breaker(timeout) as breaker:
+            try:
+                code, out, err, dropped = self._raw_exec(
+                    self._wrapped(argv, timeout),
+                    stdin=data,
+                    cwd=self._resolve(cwd) if cwd else self.workdir,
+                    env=env,
+                    host_deadline=host_deadline,
+                    guarded=timeout is not None,
+                )
+            except SandboxError:
+                if not breaker.fired:
+                    raise
+                code, out, err, dropped = 124, b"", b"", 0
+        if breaker.fired:  # overran its timeout in a container its own processes wedged
+            code = 124
         elapsed = time.monotonic() - start
         code = self._own_exit_code(code, argv)
         timed_out = timeout is not None and code in (124, 137) and elapsed >= timeout - 0.05
@@ -438,6 +449,22 @@ class DockerSandbox(Sandbox):
             oom_killed=oom,
             truncated_bytes=dropped,
         )
+
+    def _breaker(self, timeout: float | None) -> WedgeBreaker:
+        """The host-side breaker of a timed command (see ``_wedge``); none without a timeout."""
+        if self._init_pid is None:
+            state = self._state() or {}
+            self._init_pid = int(state.get("Pid") or 0)
+        pid = self._init_pid if timeout is not None else 0
+        delay = (timeout or 0) + KILL_GRACE_SEC + WEDGE_SLACK_SEC
+        return WedgeBreaker(pid, delay, self._daemon_alive, self.name)
+
+    def _daemon_alive(self) -> bool:
+        """Whether the Docker daemon answers a ping (a call that takes no container's lock)."""
+        try:
+            return bool(self._api.ping())
+        except Exception:  # noqa: BLE001 - any failure means: not known to be alive
+            return False
 
     def _wrapped(self, argv: list[str], timeout: float | None) -> list[str]:
         """``argv`` under the in-container timeout wrapper (``_exec``); in commit mode the
