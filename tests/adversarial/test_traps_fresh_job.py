@@ -78,9 +78,12 @@ def _wait_for(name: str, root: Path, proc: subprocess.Popen[bytes], limit: float
     not bwrap_available() and os.environ.get("CI") != "true", reason="bubblewrap does not work here"
 )
 def test_traps_then_kill_then_another_users_job(tmp_path: Path) -> None:
-    # the machine's sandbox parent, shared by both users; outside pytest's tmp_path, whose
-    # clean-up of old sessions (shutil.rmtree) recurses and would trip on a left-over trap
-    tmp = Path(tempfile.mkdtemp(prefix="evoround-traps-", dir="/var/tmp"))
+    # the machine's sandbox parent, shared by both users: on tmpfs where there is one (on a
+    # busy disk the traps alone take a minute to make and to remove); outside pytest's
+    # tmp_path, whose clean-up of old sessions (shutil.rmtree) recurses into a trap left over
+    shm = Path("/dev/shm")
+    where = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path("/var/tmp")
+    tmp = Path(tempfile.mkdtemp(prefix="evoround-traps-", dir=where))
     try:
         _kill_then_fresh_job(tmp_path, tmp)
     finally:  # whatever failed: no trap for pytest's own recursive clean-up of old tmp_paths
@@ -105,9 +108,10 @@ def _kill_then_fresh_job(tmp_path: Path, tmp: Path) -> None:
     boxes = tmp / "evoround-sandboxes"
     assert _found(boxes, "deep"), "the killed job left no trapped folder (test is moot)"
     start = time.monotonic()
+    fresh = [*CLI, "run", str(COUNTER), "--agent", "oracle", "--mode", "mt", "--json",
+             "--out", str(tmp_path / "runs-b"), "--job", "b"]  # fmt: skip
     second = subprocess.Popen(
-        [*CLI, "run", str(COUNTER), "--agent", "oracle", "--mode", "mt", "--json",
-         "--out", str(tmp_path / "runs-b"), "--job", "b"],  # fmt: skip
+        fresh,
         env={**env, "EVOROUND_HOME": str(tmp_path / "home-b")},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
