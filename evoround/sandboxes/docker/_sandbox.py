@@ -109,7 +109,7 @@ from evoround.sandboxes.docker._images import (
 )
 from evoround.sandboxes.docker._pristine import PristinePython
 from evoround.sandboxes.docker._relay import EndpointRelay
-from evoround.sandboxes.docker._wedge import WEDGE_SLACK_SEC, WedgeBreaker
+from evoround.sandboxes.docker._wedge import WEDGE_SLACK_SEC, WedgeBreaker, kill_members
 from evoround.snapshots import (
     Snapshot,
     SnapshotKind,
@@ -452,12 +452,17 @@ class DockerSandbox(Sandbox):
 
     def _breaker(self, timeout: float | None) -> WedgeBreaker:
         """The host-side breaker of a timed command (see ``_wedge``); none without a timeout."""
+        pid = self._host_init_pid() if timeout is not None else 0
+        delay = (timeout or 0) + KILL_GRACE_SEC + WEDGE_SLACK_SEC
+        return WedgeBreaker(pid, delay, self._daemon_alive, self.name)
+
+    def _host_init_pid(self) -> int:
+        """Host pid of the container's init (0: unknown), read once, before anything the
+        agent runs could wedge the daemon's answers about this container."""
         if self._init_pid is None:
             state = self._state() or {}
             self._init_pid = int(state.get("Pid") or 0)
-        pid = self._init_pid if timeout is not None else 0
-        delay = (timeout or 0) + KILL_GRACE_SEC + WEDGE_SLACK_SEC
-        return WedgeBreaker(pid, delay, self._daemon_alive, self.name)
+        return self._init_pid
 
     def _daemon_alive(self) -> bool:
         """Whether the Docker daemon answers a ping (a call that takes no container's lock)."""
@@ -643,11 +648,20 @@ class DockerSandbox(Sandbox):
         return self._provider.store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 
     def _pause(self) -> None:
-        try:
-            self._api_call("pause for snapshot", lambda: self._api.pause(self.container_id))
-        except SandboxError as e:  # a thaw the daemon reported but had not finished
-            if "already paused" not in str(e):
-                raise
+        """Freeze the container for a snapshot. A freeze the kernel could not complete
+        ("unable to freeze", seen after agents that signal or stop every process they see)
+        while the daemon answers is the container's doing: its processes but init are
+        killed from the host (``_wedge.kill_members``) and the freeze is tried once more."""
+        for last in (False, True):
+            try:
+                self._api_call("pause for snapshot", lambda: self._api.pause(self.container_id))
+                return
+            except SandboxError as e:  # a thaw the daemon reported but had not finished
+                if "already paused" in str(e):
+                    return
+                if last or not self._daemon_alive() or isinstance(e, SandboxUnavailable):
+                    raise
+                kill_members(self._host_init_pid())
 
     def _unpause(self) -> None:
         """Thaw, retried until the state says thawed (under load the daemon refuses one
