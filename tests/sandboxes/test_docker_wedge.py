@@ -21,7 +21,7 @@ def _namespace() -> subprocess.Popen[bytes]:
         pytest.skip("needs unshare and root")
     proc = subprocess.Popen(
         ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
-         "sleep 300 & sleep 300 & kill -STOP $!; while :; do sleep 1; done"],
+         "sleep 300 & sleep 300 & sleep 0.3; kill -STOP $!; while :; do sleep 1; done"],
     )  # fmt: skip
     deadline = time.monotonic() + 10
     while _sleepers(proc) < 2 and time.monotonic() < deadline:
