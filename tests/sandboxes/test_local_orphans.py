@@ -56,6 +56,6 @@ def test_sweep_keeps_live_and_unowned_folders(tmp_path: Path) -> None:
         (base / name).mkdir(parents=True)
         (base / name / "owner.pid").write_text(owner)
     (base / "unowned").mkdir()
-    LocalProvider(SnapshotStore(tmp_path / "store"), base_dir=base)
+    LocalProvider(SnapshotStore(tmp_path / "store"), base_dir=base).close()  # swept by then
     left = sorted(p.name for p in base.iterdir() if not p.name.startswith("job-"))
     assert left == ["live", "odd", "unowned"]

@@ -109,6 +109,7 @@ from evoround.sandboxes.docker._images import (
 )
 from evoround.sandboxes.docker._pristine import PristinePython
 from evoround.sandboxes.docker._relay import EndpointRelay
+from evoround.sandboxes.docker._wedge import WEDGE_SLACK_SEC, WedgeBreaker, kill_members
 from evoround.snapshots import (
     Snapshot,
     SnapshotKind,
@@ -236,6 +237,8 @@ class DockerSandbox(Sandbox):
         self._oom_kills = 0  # a fresh container's cgroup starts at zero
         self._lock = threading.Lock()
         self._relays: list[EndpointRelay] = []
+        self._init_pid: int | None = None
+        """Host pid of the container's init, read before the first command (see ``_wedge``)."""
 
     @property
     def _api(self) -> docker.APIClient:
@@ -415,14 +418,22 @@ class DockerSandbox(Sandbox):
         host_deadline = (
             None if timeout is None else start + timeout + KILL_GRACE_SEC + HOST_SLACK_SEC
         )
-        code, out, err, dropped = self._raw_exec(
-            self._wrapped(argv, timeout),
-            stdin=data,
-            cwd=self._resolve(cwd) if cwd else self.workdir,
-            env=env,
-            host_deadline=host_deadline,
-            guarded=timeout is not None,
-        )
+        with self._breaker(timeout) as breaker:
+            try:
+                code, out, err, dropped = self._raw_exec(
+                    self._wrapped(argv, timeout),
+                    stdin=data,
+                    cwd=self._resolve(cwd) if cwd else self.workdir,
+                    env=env,
+                    host_deadline=host_deadline,
+                    guarded=timeout is not None,
+                )
+            except SandboxError:
+                if not breaker.fired:
+                    raise
+                code, out, err, dropped = 124, b"", b"", 0
+        if breaker.fired:  # overran its timeout in a container its own processes wedged
+            code = 124
         elapsed = time.monotonic() - start
         code = self._own_exit_code(code, argv)
         timed_out = timeout is not None and code in (124, 137) and elapsed >= timeout - 0.05
@@ -438,6 +449,27 @@ class DockerSandbox(Sandbox):
             oom_killed=oom,
             truncated_bytes=dropped,
         )
+
+    def _breaker(self, timeout: float | None) -> WedgeBreaker:
+        """The host-side breaker of a timed command (see ``_wedge``); none without a timeout."""
+        pid = self._host_init_pid() if timeout is not None else 0
+        delay = (timeout or 0) + KILL_GRACE_SEC + WEDGE_SLACK_SEC
+        return WedgeBreaker(pid, delay, self._daemon_alive, self.name)
+
+    def _host_init_pid(self) -> int:
+        """Host pid of the container's init (0: unknown), read once, before anything the
+        agent runs could wedge the daemon's answers about this container."""
+        if self._init_pid is None:
+            state = self._state() or {}
+            self._init_pid = int(state.get("Pid") or 0)
+        return self._init_pid
+
+    def _daemon_alive(self) -> bool:
+        """Whether the Docker daemon answers a ping (a call that takes no container's lock)."""
+        try:
+            return bool(self._api.ping())
+        except Exception:  # noqa: BLE001 - any failure means: not known to be alive
+            return False
 
     def _wrapped(self, argv: list[str], timeout: float | None) -> list[str]:
         """``argv`` under the in-container timeout wrapper (``_exec``); in commit mode the
@@ -616,11 +648,20 @@ class DockerSandbox(Sandbox):
         return self._provider.store.register(label, BACKEND, manifest, size_bytes=size, files=files)
 
     def _pause(self) -> None:
-        try:
-            self._api_call("pause for snapshot", lambda: self._api.pause(self.container_id))
-        except SandboxError as e:  # a thaw the daemon reported but had not finished
-            if "already paused" not in str(e):
-                raise
+        """Freeze the container for a snapshot. A freeze the kernel could not complete
+        ("unable to freeze", seen after agents that signal or stop every process they see)
+        while the daemon answers is the container's doing: its processes but init are
+        killed from the host (``_wedge.kill_members``) and the freeze is tried once more."""
+        for last in (False, True):
+            try:
+                self._api_call("pause for snapshot", lambda: self._api.pause(self.container_id))
+                return
+            except SandboxError as e:  # a thaw the daemon reported but had not finished
+                if "already paused" in str(e):
+                    return
+                if last or not self._daemon_alive() or isinstance(e, SandboxUnavailable):
+                    raise
+                kill_members(self._host_init_pid())
 
     def _unpause(self) -> None:
         """Thaw, retried until the state says thawed (under load the daemon refuses one

@@ -88,10 +88,16 @@ class LocalProvider(SandboxProvider):
         self.parent.mkdir(parents=True, exist_ok=True)
         # unpredictable; and the common parent of every provider's sandboxes is covered
         # in hardened commands, so no sandbox sees another (or a verifier's clone)
-        sweep_orphans(self.parent)
         self.base_dir = Path(tempfile.mkdtemp(prefix="job-", dir=self.parent))
         # who owns these sandboxes: a run killed with -9 leaves them to the next run
         write_owner(self.base_dir)
+        # in the background (this run's own folder, just recorded, is kept): a dead agent's
+        # orphan (20,000 folders deep, 50,000 entries) took two minutes to remove on a disk,
+        # which every later run on the machine waited for before its first round
+        self._sweeper = threading.Thread(
+            target=sweep_orphans, args=(self.parent,), name="evoround-orphan-sweep", daemon=True
+        )
+        self._sweeper.start()
         from evoround.settings import settings
 
         if harden is False:
@@ -137,6 +143,7 @@ class LocalProvider(SandboxProvider):
 
     def close(self) -> None:
         remove_tree(self.base_dir)
+        self._sweeper.join()  # the run leaves nothing half-swept behind it
 
     def has_snapshot(self, snapshot: Snapshot) -> bool:
         return (self.store.root / "manifests" / f"{snapshot.locator}.json").is_file()
