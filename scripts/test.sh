@@ -74,5 +74,7 @@ else
   say "not root: skipping evoround install-harbor (the Harbor tests will skip)"
 fi
 
-# The suite: two workers, one file each; the 30 slowest tests at the end.
-exec python3 -m pytest -q -n 2 --dist loadfile --durations=30 "$@"
+# The suite: two workers, one file each, the longest files first (LONGEST_FIRST in
+# tests/conftest.py; xdist would order files by their number of tests); the 30 slowest
+# tests at the end.
+exec python3 -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=30 "$@"

@@ -103,9 +103,32 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # fixture) and the files below, measured slowest without Docker (docs/testing.md has the
 # numbers). CI runs everything.
 SLOW_FILES = {
-    "tests/adversarial/test_redteam.py",  # an interpreter and a whole job per attack
+    "tests/adversarial/test_redteam.py",  # a whole job per attack
     "tests/verifiers/test_false_alarms.py",  # each honest suite graded three times
 }
+
+
+# Files that keep one worker longest, longest first (docs/testing.md, "Where the time
+# goes"): they run before every other file, so the last files of a run are short ones and
+# the two workers end together. With --dist loadfile a worker takes its next file when two
+# tests of its current one are left; a long file taken last (xdist's own order is by number
+# of tests, which put files of a few long tests such as the cluster's at the end) leaves
+# the other worker idle. scripts/test.sh passes --no-loadscope-reorder so this order holds.
+LONGEST_FIRST = [
+    "tests/adversarial/test_redteam.py",
+    "tests/verifiers/test_false_alarms.py",
+    "tests/engine/test_cluster.py",
+    "tests/engine/test_resume_kill.py",
+    "tests/scaffolds/test_harbor.py",
+    "tests/engine/test_invariance.py",
+    "tests/sandboxes/test_conformance.py",
+    "tests/engine/test_validate.py",
+    "tests/sandboxes/test_docker_sandbox.py",
+    "tests/architecture/test_house_rules.py",
+    "tests/verifiers/test_twins.py",
+    "tests/cli/test_bad_input.py",
+    "tests/cli/test_malformed_sweep.py",
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -124,6 +147,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             docker = True
         if docker or item.path.relative_to(root).as_posix() in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    # a stable sort: each file's own order, and the other files' order, are kept
+    items.sort(key=lambda item: rank.get(item.path.relative_to(root).as_posix(), len(rank)))
 
 
 # A skip whose reason matches one of these is a tool missing on this machine, not a test

@@ -1,11 +1,17 @@
-"""Run one red-team attack as a job in a process of its own; print one JSON line.
+"""Run red-team attacks, each as a job of its own, in a process apart from pytest's; print
+one JSON line per attack as it ends.
 
-A process of its own so the engine's peak RSS (``VmHWM``) is the job's alone. The
-task is a copy of the counter fixture in a git repository under ``/var/tmp`` (a part of
+A process apart so the engine's peak RSS (``VmHWM``) is the jobs' alone, not pytest's; one
+process for many attacks because starting an interpreter and importing the engine cost more
+than most attacks' jobs (3-13 s against 3-5 s a job, measured under load). Before each job
+the high-water mark is reset to the current RSS (``/proc/self/clear_refs``), so each
+attack's figure is its own job's peak, the memory earlier jobs kept included (never less).
+The task is a copy of the counter fixture in a git repository under ``/var/tmp`` (a part of
 the host a local sandbox sees), with a random token in every hidden test and reference
 file: any copy of the token in the round's snapshot is hidden material the agent reached.
 
-Usage: ``python -m tests.adversarial.redteam_job ATTACK BACKEND WORKDIR``
+Usage: ``python -m tests.adversarial.redteam_job BACKEND WORKDIR ATTACK [ATTACK ...]``
+(each attack works in ``WORKDIR/ATTACK``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from pathlib import Path
 
@@ -41,6 +48,12 @@ def peak_rss_mb() -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) // 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+def reset_peak_rss() -> None:
+    """Start a new high-water mark at the current RSS (Linux 4.0+): the next job's peak is
+    then what it reached, counted from what this process already holds."""
+    Path("/proc/self/clear_refs").write_text("5")
 
 
 def make_task(base: Path, tests: str, solutions: str, limits: dict[str, int]) -> Path:
@@ -157,5 +170,22 @@ def main(name: str, backend: str, work: Path) -> dict:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def main_many(backend: str, work: Path, names: list[str]) -> None:
+    """Each attack in turn, its engine environment put back afterwards; an attack whose
+    harness code raised is a line with its traceback (the test fails it), not the end."""
+    for name in names:
+        saved = os.environ.copy()
+        reset_peak_rss()
+        try:
+            (work / name).mkdir(parents=True, exist_ok=True)
+            out = main(name, backend, work / name)
+        except Exception:
+            out = {"attack": name, "backend": backend, "crash": traceback.format_exc()}
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        print(json.dumps(out), flush=True)
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], sys.argv[2], Path(sys.argv[3]))))
+    main_many(sys.argv[1], Path(sys.argv[2]), sys.argv[3:])

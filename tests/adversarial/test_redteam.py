@@ -4,16 +4,21 @@ on the local sandbox under bubblewrap.
 Every attack must end with the honest verdict its ``expect`` names (never a forged pass),
 no round lost to the harness (``infra``), no hidden test or reference content (a random
 token planted in each) in any snapshot, no process or container left, the engine's peak
-RSS under 300 MB and the job bounded in time. Each job runs in a process of its own
-(:mod:`tests.adversarial.redteam_job`) so its RSS is its own.
+RSS under 300 MB and the job bounded in time. Each attack is a job of its own; the jobs of
+one backend run one after another in one process apart from pytest's
+(:mod:`tests.adversarial.redteam_job`, started once per backend by a module fixture, so the
+first case of a backend carries the time of them all), which reports each job's own peak
+RSS.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -34,14 +39,49 @@ HONEST = {
 }
 
 
-def _run(name: str, backend: str, tmp_path: Path) -> dict:
+def _lines(proc: subprocess.Popen[str], out: queue.Queue[str | None]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        out.put(line)
+    out.put(None)
+
+
+def _run_all(backend: str, names: list[str], work: Path) -> dict[str, dict]:
+    """Each attack's JSON line, from one runner process; an attack that took longer than
+    its bound stops the runner (it and the attacks after it then have no line)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVOROUND_LOCAL_ISOLATION": "bwrap"}
-    res = subprocess.run(
-        [sys.executable, "-m", "tests.adversarial.redteam_job", name, backend, str(tmp_path)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=WALL_LIMIT_SEC + 120,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    cmd = [sys.executable, "-m", "tests.adversarial.redteam_job", backend, str(work), *names]
+    found: dict[str, dict] = {}
+    lines: queue.Queue[str | None] = queue.Queue()
+    with open(work / "runner.err", "w") as err:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err,
+                                text=True)  # fmt: skip
+        threading.Thread(target=_lines, args=(proc, lines), daemon=True).start()
+        try:
+            while (line := lines.get(timeout=WALL_LIMIT_SEC + 120)) is not None:
+                if line.startswith('{"attack"'):
+                    rec = json.loads(line)
+                    found[rec["attack"]] = rec
+        except queue.Empty:
+            pass
+        finally:
+            proc.kill()
+            proc.wait()
+    found["<stderr>"] = {"tail": (work / "runner.err").read_text(errors="replace")[-3000:]}
+    return found
+
+
+def _selected(request: pytest.FixtureRequest, test: str) -> list[str]:
+    """The attacks of ``test`` this session runs (all of them, unless ``-k`` chose some)."""
+    items = request.session.items
+    return [i.callspec.params["name"] for i in items if getattr(i, "originalname", "") == test]
+
+
+def _outcome(found: dict[str, dict], name: str) -> dict:
+    out = found.get(name)
+    assert out is not None, f"the runner gave no line for {name}: {found['<stderr>']['tail']}"
+    assert "crash" not in out, out["crash"]
+    return out
 
 
 def _check(name: str, out: dict) -> None:
@@ -72,15 +112,29 @@ LOCAL = sorted(n for n, a in ATTACKS.items() if "local" in a.backends)
 DOCKER = sorted(n for n, a in ATTACKS.items() if "docker" in a.backends)
 
 
+@pytest.fixture(scope="module")
+def local_outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    names = _selected(request, "test_redteam_local_bwrap")
+    return _run_all("local", names, tmp_path_factory.mktemp("redteam-local"))
+
+
+@pytest.fixture(scope="module")
+def docker_outcomes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, docker_client
+):  # noqa: ANN001
+    names = _selected(request, "test_redteam_docker")
+    return _run_all("docker", names, tmp_path_factory.mktemp("redteam-docker"))
+
+
 @pytest.mark.skipif(
     not bwrap_available() and os.environ.get("CI") != "true", reason="bubblewrap does not work here"
 )
 @pytest.mark.parametrize("name", LOCAL)
-def test_redteam_local_bwrap(name: str, tmp_path: Path) -> None:
-    _check(name, _run(name, "local", tmp_path))
+def test_redteam_local_bwrap(name: str, local_outcomes: dict[str, dict]) -> None:
+    _check(name, _outcome(local_outcomes, name))
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("name", DOCKER)
-def test_redteam_docker(name: str, tmp_path: Path, docker_client) -> None:  # noqa: ANN001
-    _check(name, _run(name, "docker", tmp_path))
+def test_redteam_docker(name: str, docker_outcomes: dict[str, dict]) -> None:
+    _check(name, _outcome(docker_outcomes, name))
