@@ -15,11 +15,15 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+TASK_DATA = ("library", "starter")
+"""Folders of ``evoround/tasks/`` that hold tasks (package data), not evoround's code."""
+
+
 def modules() -> dict[str, Path]:
     return {
         module_name(p): p
         for p in PACKAGE_ROOT.rglob("*.py")
-        if "library" not in p.relative_to(PACKAGE_ROOT).parts[:2]
+        if not set(TASK_DATA) & set(p.relative_to(PACKAGE_ROOT).parts[:2])
     }
 
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.architecture.import_graph import PACKAGE_ROOT
+from tests.architecture.import_graph import PACKAGE_ROOT, TASK_DATA
 
 REPO = PACKAGE_ROOT.parent
 MAX_STATEMENTS = 5
 PLACEHOLDER = re.compile(r"@\w+@|(?<!\{)\{\w+\}(?!\})")
 """A template's holes: ``@NAME@`` (``str.replace``) and ``{name}`` (``str.format``)."""
-ROOTS = [PACKAGE_ROOT / "verifiers", PACKAGE_ROOT / "sandboxes"]
+ROOTS = [PACKAGE_ROOT / "verifiers", PACKAGE_ROOT / "sandboxes", PACKAGE_ROOT / "tasks"]
 
 
 def _text(node: ast.AST) -> str | None:
@@ -62,8 +62,14 @@ def code_in_strings(source: str) -> list[tuple[int, int]]:
 
 
 def _files() -> list[Path]:
-    """The host-side modules (a program of programs/ may write a test file of its own)."""
-    return sorted(p for root in ROOTS for p in root.rglob("*.py") if p.parent.name != "programs")
+    """The host-side modules (a program of programs/ may write a test file of its own; the
+    tasks' own folders hold tasks, whose tests are data)."""
+    return sorted(
+        p
+        for root in ROOTS
+        for p in root.rglob("*.py")
+        if p.parent.name != "programs" and not set(TASK_DATA) & set(p.parts)
+    )
 
 
 @pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(REPO)))
