@@ -353,7 +353,7 @@ class RayRunner:
                 return
             if not ref.is_nil():
                 yield ref
-            elif node and self._nodes.dead(node[0]):
+            elif node and self.lost() is None and self._nodes.dead(node[0]):
                 raise SandboxUnavailable(
                     f"ray: the node {node[0][:12]} running the unit was marked dead "
                     "(killed or cut off)"
