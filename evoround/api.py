@@ -44,6 +44,7 @@ from evoround.results import (
 )
 from evoround.sandboxes import docker_reachable
 from evoround.scaffolds import ModelOptions, is_model_agent, scaffold_from_name
+from evoround.settings import settings
 from evoround.tasks import Task, TaskFormatError, library_path
 from evoround.tasks import load_tasks as _load_tasks
 
@@ -369,6 +370,9 @@ class RunRequest:
     on_fail: str | None = None
     base_image_map: dict[str, str] | None = None
     rounds_window: tuple[int, int | None] | None = None
+    docker_snapshot: str | None = None
+    """Docker's snapshot mode; None: ``EVOROUND_DOCKER_SNAPSHOT`` (or evoround.toml), else
+    workspace; resumed, the recorded one (a setting that differs from it is refused)."""
     keep_snapshots: bool = False
     options: RunOptions = field(default_factory=RunOptions)
     """How the job executes (concurrency, retries, limits, budgets): never locked."""
@@ -566,6 +570,24 @@ def _locked_settings(request: RunRequest, lock: _Lock) -> dict[str, Any]:
     return got
 
 
+def _locked_snapshot(request: RunRequest, lock: _Lock) -> dict[str, Any]:
+    """The Docker snapshot mode of a resumed job: the recorded one. A mode given (here or
+    by the setting) that differs is refused: the job's earlier snapshots, which its MT
+    attempts continue from, are of the recorded kind (a job.json from before the mode was
+    recorded leaves the given one)."""
+    recorded = lock.config.docker_snapshot
+    given = request.docker_snapshot or settings().docker_snapshot
+    if recorded is None or request.sandbox != "docker":
+        return {"docker_snapshot": given}
+    if given is not None and given != recorded:
+        raise ResumeError(
+            f"Docker snapshot mode {given!r} (EVOROUND_DOCKER_SNAPSHOT or docker_snapshot in "
+            f"evoround.toml) differs from the {recorded!r} recorded in {lock.path}; unset it "
+            "to resume with the recorded mode, or start a new --job"
+        )
+    return {"docker_snapshot": recorded}
+
+
 def _locked_sampling(request: RunRequest, lock: _Lock) -> dict[str, Any]:
     """Sampling arguments of a resumed job: the judge's (with a judge), the agent's (a model
     agent): recorded unless given, refused when given and different."""
@@ -592,6 +614,7 @@ def resolve(request: RunRequest) -> RunRequest:
         request = replace(request, **_resumed_job(request, request.resume, lock.config))
         request = replace(request, **_locked_settings(request, lock))
         request = replace(request, **_locked_sampling(request, lock))
+        request = replace(request, **_locked_snapshot(request, lock))
     agent = "oracle" if request.agent is None else request.agent
     return replace(
         request,
@@ -646,6 +669,7 @@ def run_request(
             on_fail=request.on_fail or "stop",
             base_image_map=request.base_image_map,
             rounds_window=request.rounds_window,
+            docker_snapshot=request.docker_snapshot,
         )
     finally:
         if model_proxy is not None:  # also on Ctrl-C: no proxy outlives the run
@@ -707,6 +731,7 @@ def run(
     base_image_map: dict[str, str] | None = None,
     rounds_window: tuple[int, int | None] | None = None,
     resume: Path | str | None = None,
+    docker_snapshot: Literal["workspace", "archive", "commit"] | None = None,
 ) -> RunResult:
     """Run (or continue) one job and read it back.
 
@@ -719,7 +744,8 @@ def run(
     ``RunResult.budget_stop`` says why. Defaults (``None``): the oracle, one attempt, MT
     and SR, fail-stop. A bad value raises :class:`ValueError` (or ``TaskFormatError``)
     before anything runs; Ctrl-C raises KeyboardInterrupt with the recorded rounds intact
-    (resumable).
+    (resumable). ``docker_snapshot``: the Docker snapshot mode (default: the
+    ``EVOROUND_DOCKER_SNAPSHOT`` setting, else workspace), recorded in job.json.
     """
     request = RunRequest(
         tasks=_task_sources(tasks),
@@ -735,6 +761,7 @@ def run(
         on_fail=on_fail,
         base_image_map=base_image_map,
         rounds_window=rounds_window,
+        docker_snapshot=docker_snapshot,
         options=_with_budgets(options, max_cost, max_tokens_total),
         **_flat_model(model),
         **_flat_judge(judge),

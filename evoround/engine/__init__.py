@@ -10,6 +10,7 @@ from evoround.engine._job import (
     JobConfigMismatch,
     default_job_name,
     run_job,
+    snapshot_mode,
     write_job_config,
 )
 from evoround.engine._joblock import LOCK_FILE, JobLocked, JobLockRecord, job_holder, job_lock
@@ -42,6 +43,7 @@ __all__ = [
     "regrade_job",
     "regraded_view",
     "run_job",
+    "snapshot_mode",
     "validate_task",
     "write_job_config",
 ]

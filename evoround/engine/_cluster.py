@@ -28,6 +28,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -170,6 +171,34 @@ class HeadWatch:
 
     def close(self) -> None:
         self._stop.set()
+
+
+class NodeWatch:
+    """Which Ray nodes the head has marked dead, asked of it at most every ``every_s``.
+
+    Why: the head marks a node that stopped answering (killed, or cut off the network) dead
+    after Ray's health checks, about 30 s; but the driver's stream of a unit running there
+    learned it only about 6 minutes later with a 30 s partition (docs/cluster.md). Reading
+    the head's node table lets the runner give such a unit up (an infra failure, re-run on
+    a live node) as soon as the head has."""
+
+    def __init__(self, nodes: Callable[[], list[dict[str, Any]]], every_s: float = 2.0) -> None:
+        self._nodes = nodes
+        self.every_s = every_s
+        self._dead: set[str] = set()
+        self._asked = -float("inf")
+        self._lock = threading.Lock()
+
+    def dead(self, node_id: str) -> bool:
+        with self._lock:
+            if time.monotonic() - self._asked >= self.every_s:
+                self._asked = time.monotonic()
+                try:
+                    table = self._nodes()
+                except Exception:  # the head is busy or gone: HeadWatch has that case
+                    return node_id in self._dead
+                self._dead = {str(n.get("NodeID")) for n in table if not n.get("Alive")}
+            return node_id in self._dead
 
 
 def worker_log(job_dir: Path) -> logging.Handler | None:

@@ -44,7 +44,7 @@ from evoround.results import (
 )
 from evoround.sandboxes import SandboxError, make_provider, sweep_job_folder
 from evoround.scaffolds import Scaffold
-from evoround.settings import evoround_home
+from evoround.settings import evoround_home, settings
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import Task
 from evoround.throttle import ModelLimit, model_limit
@@ -143,6 +143,7 @@ def run_job(
     on_fail: str = "stop",
     base_image_map: dict[str, str] | None = None,
     rounds_window: tuple[int, int | None] | None = None,
+    docker_snapshot: str | None = None,
 ) -> Path:
     """Run (or continue) a job; returns the job directory.
 
@@ -150,7 +151,8 @@ def run_job(
     current runner: later rounds run in the same sandbox and session). ``base_image_map``:
     explicit ``FROM`` substitutions for task images (docker sandbox), recorded in job.json.
     ``rounds_window`` (A, B or None): ``--rounds A-B``; rounds before A are fast-forwarded
-    from the reference state, metrics cover A..B.
+    from the reference state, metrics cover A..B. ``docker_snapshot``: the Docker snapshot
+    mode (None: ``EVOROUND_DOCKER_SNAPSHOT``, else ``workspace``), recorded in job.json.
 
     Continuing re-runs no recorded round: finished units are skipped and an interrupted MT
     attempt resumes after its last recorded round (see :mod:`evoround.engine._resume`).
@@ -182,6 +184,7 @@ def run_job(
         on_fail=on_fail,
         base_image_map=dict(base_image_map or {}),
         base_images=bases,
+        docker_snapshot=snapshot_mode(sandbox, docker_snapshot),
         rounds_window=rounds_window,
         agent_notes=list(getattr(scaffold, "notes", [])),
         tasks={
@@ -267,6 +270,15 @@ def check_window(tasks: list[Task], window: tuple[int, int | None] | None) -> No
             raise ValueError(
                 f"--rounds {first}-{last or ''}: task {t.name} has {t.n_rounds} rounds"
             )
+
+
+def snapshot_mode(sandbox: str, given: str | None) -> str | None:
+    """The Docker snapshot mode a job records (None for the local sandbox): the given one,
+    else the setting, else ``workspace``. Recorded, so every node of a cluster and every
+    resume snapshots the same way, whatever their own environment says."""
+    if sandbox != "docker":
+        return None
+    return given or settings().docker_snapshot or "workspace"
 
 
 def _judge_args(judge: JudgeConfig | None) -> dict[str, Any] | None:
@@ -402,6 +414,7 @@ def _runner(
         job.scaffold,
         keep_snapshots=job.keep_snapshots,
         base_image_map=job.config.base_image_map,
+        snapshot_mode=job.config.docker_snapshot,
     )
     provider = LimitedProvider(inner, limits)
     ctx = RunContext(

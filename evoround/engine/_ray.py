@@ -38,6 +38,7 @@ from evoround.engine._cluster import (
     WORKERS_DIR,
     ClusterError,
     HeadWatch,
+    NodeWatch,
     Tokens,
     gcs_endpoint,
     node_name,
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     from evoround.engine._units import Unit
 
 _DONE = object()
+_NODE = "node:"
+"""The first item a unit yields: ``node:<id>`` of the Ray node it runs on (NodeWatch)."""
 
 
 def _remote_unit(
@@ -85,6 +88,9 @@ def _remote_unit(
     )
     log.info("%s: started (%d rounds recorded before)", label, len(recorded))
     try:
+        import ray
+
+        yield _NODE + ray.get_runtime_context().get_node_id()
         yield from _unit_rounds(
             scaffold,
             task_path,
@@ -142,6 +148,7 @@ def _unit_rounds(
         scaffold,
         keep_snapshots=keep_snapshots,
         base_image_map=cfg.base_image_map,
+        snapshot_mode=cfg.docker_snapshot,
     )
     out: queue.Queue[Any] = queue.Queue()
 
@@ -219,6 +226,7 @@ class RayRunner:
         self._running: set[Any] = set()
         endpoint = gcs_endpoint(ray.get_runtime_context().gcs_address or "")
         self._watch = HeadWatch(endpoint) if endpoint is not None else None
+        self._nodes = NodeWatch(ray.nodes)
 
     def lost(self) -> str | None:
         """Why no more units can run: the head is gone (None: it answers)."""
@@ -308,8 +316,9 @@ class RayRunner:
         )
         with self._lock:
             self._running.add(gen)
+        node: list[str] = []  # where the unit runs, once it said so
         try:
-            for ref in gen:
+            for ref in self._refs(gen, node):
                 try:
                     payload = ray.get(ref)
                 except ray.exceptions.RayTaskError as e:
@@ -317,13 +326,38 @@ class RayRunner:
                     raise cause from None
                 except ray.exceptions.RayError as e:  # worker/node died, object lost
                     raise SandboxUnavailable(f"ray: {type(e).__name__}: {e}") from e
-                record(RoundResult.model_validate_json(payload))
+                if payload.startswith(_NODE):
+                    node.append(payload.removeprefix(_NODE))
+                else:
+                    record(RoundResult.model_validate_json(payload))
         except BaseException:
             ray.cancel(gen, force=True)
             raise
         finally:
             with self._lock:
                 self._running.discard(gen)
+
+    def _refs(self, gen: Any, node: list[str]) -> Iterator[Any]:
+        """The unit's stream, item by item; :class:`SandboxUnavailable` once the head has
+        marked the node it runs on (``node``, once known) dead, not when Ray's stream says
+        so, which can be minutes later (:class:`NodeWatch`). ``_next_sync`` is Ray's own
+        wait for the next item with a timeout (a nil ref when none came)."""
+        next_sync = getattr(gen, "_next_sync", None)
+        if next_sync is None:  # another Ray: its plain stream
+            yield from gen
+            return
+        while True:
+            try:
+                ref = next_sync(timeout_s=1.0)
+            except StopIteration:
+                return
+            if not ref.is_nil():
+                yield ref
+            elif node and self.lost() is None and self._nodes.dead(node[0]):
+                raise SandboxUnavailable(
+                    f"ray: the node {node[0][:12]} running the unit was marked dead "
+                    "(killed or cut off)"
+                )
 
     def close(self) -> None:
         """Cancel what still runs (abort path) and disconnect from the cluster; with the

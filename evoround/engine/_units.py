@@ -162,10 +162,12 @@ def job_provider(
     *,
     keep_snapshots: bool = False,
     base_image_map: dict[str, str] | None = None,
+    snapshot_mode: str | None = None,
 ) -> SandboxProvider:
     """The provider a job's units run in, the same on the local runner and a Ray worker:
-    the job folder hidden from a hardened local sandbox, the scaffold's mounts, and how the
-    local sandbox isolates recorded in ``sandbox.txt``."""
+    the job folder hidden from a hardened local sandbox, the scaffold's mounts, the job's
+    Docker snapshot mode (from job.json: never a node's own setting), and how the local
+    sandbox isolates recorded in ``sandbox.txt``."""
     provider = make_provider(
         sandbox,
         store,
@@ -173,6 +175,7 @@ def job_provider(
         keep_snapshots=keep_snapshots,
         agent_mounts=scaffold.sandbox_mounts(),
         base_image_map=base_image_map or None,
+        snapshot_mode=snapshot_mode,
         hidden=[job_dir],
         persistent=scaffold.persistent_processes,
         job_folder=job_folder_key(job_dir),

@@ -53,6 +53,10 @@ class JobConfig(BaseModel):
     rounds_window: tuple[int, int | None] | None = None
     """``--rounds A-B`` (B None: to the end): MT attempts run rounds A..B persistently after
     fast-forwarding 1..A-1 from the reference state; SR runs A..B; metrics cover A..B."""
+    docker_snapshot: str | None = Field(default=None, pattern=r"^(workspace|archive|commit)$")
+    """How the job's Docker sandboxes snapshot (``EVOROUND_DOCKER_SNAPSHOT``): every node
+    and every resume uses this mode, so a job's snapshots are all of one kind; None for
+    the local sandbox (and in a job.json written before it was recorded)."""
     base_images: dict[str, str] = Field(default_factory=dict)
     """Task -> its base image as built: ``FROM`` as is, or ``X -> Y (map|build-arg)``."""
     model_args: dict[str, Any] | None = None

@@ -70,12 +70,14 @@ def make_provider(
     harden: bool | None = None,
     persistent: bool = False,
     job_folder: str | None = None,
+    snapshot_mode: str | None = None,
 ) -> SandboxProvider:
     """``agent_mounts``: the scaffold's read-only host folders (containers only);
     ``hidden``: host paths a hardened local sandbox covers (the job directory); ``harden``:
     None = harden the local sandbox as ``EVOROUND_LOCAL_ISOLATION`` says, False = do not;
     ``persistent``: the agent keeps processes between commands (see ``LocalProvider``);
-    ``job_folder``: :func:`job_folder_key` of the job, labelled on Docker containers."""
+    ``job_folder``: :func:`job_folder_key` of the job, labelled on Docker containers;
+    ``snapshot_mode``: Docker's (None: ``EVOROUND_DOCKER_SNAPSHOT``, else workspace)."""
     if name == "local":
         return LocalProvider(store, hidden=hidden, harden=harden, persistent=persistent)
     if name == "docker":
@@ -88,5 +90,6 @@ def make_provider(
             agent_mounts=agent_mounts,
             base_image_map=base_image_map,
             job_folder=job_folder,
+            snapshot_mode=snapshot_mode,
         )
     raise ValueError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")

@@ -75,3 +75,21 @@ def test_moved_job_resumes_and_more_attempts_extend_it(tmp_path: Path) -> None:
     old = json.loads(records[0].model_dump_json())
     del old["host"]
     assert RoundResult.model_validate(old).host is None
+
+
+def test_the_docker_snapshot_mode_is_part_of_the_job(tmp_path: Path) -> None:
+    """The snapshot mode is locked like the sandbox: a job.json from before it was recorded
+    adopts the mode of its next run; once recorded, another mode is refused in one line.
+    (The resume through the CLI, with a real Docker job, is in test_invariance.py.)"""
+    from evoround.engine import JobConfigMismatch, snapshot_mode, write_job_config
+    from evoround.results import JobConfig
+
+    old = {"job": "j", "agent": "oracle", "attempts": 1, "modes": ["mt"], "sandbox": "docker",
+           "tasks": {}}  # fmt: skip
+    (tmp_path / "job.json").write_text(json.dumps(old))
+    commit = JobConfig(**old, docker_snapshot=snapshot_mode("docker", "commit"))
+    write_job_config(tmp_path, commit)  # an older lock: the mode is written down
+    assert json.loads((tmp_path / "job.json").read_text())["docker_snapshot"] == "commit"
+    with pytest.raises(JobConfigMismatch, match="docker_snapshot: 'commit' -> 'workspace'"):
+        write_job_config(tmp_path, commit.model_copy(update={"docker_snapshot": "workspace"}))
+    assert snapshot_mode("local", "commit") is None  # the local sandbox has no such mode

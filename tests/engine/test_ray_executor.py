@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -182,3 +183,32 @@ def test_a_lost_head_ends_with_the_resume_command(tmp_path: Path) -> None:
     assert "--executor ray --ray-address " in last
     assert n_records(runs / "headless") >= 1
     assert not (runs / "headless" / "job.lock").exists()  # released: a resume may start
+
+
+def test_the_node_watch_reads_the_heads_table_at_most_every_few_seconds() -> None:
+    """A node the head marks dead is seen as dead (the runner then gives its unit up); the
+    table is asked at most every ``every_s``, and a table that cannot be read keeps the last
+    answer (the head being gone is HeadWatch's case)."""
+    from evoround.engine._cluster import NodeWatch
+
+    tables: list[Any] = [
+        [{"NodeID": "a", "Alive": True}, {"NodeID": "b", "Alive": True}],
+        [{"NodeID": "a", "Alive": True}, {"NodeID": "b", "Alive": False}],
+        RuntimeError("the head does not answer"),
+    ]
+    asked: list[int] = []
+
+    def table() -> list[dict[str, Any]]:
+        asked.append(1)
+        answer = tables[min(len(asked), len(tables)) - 1]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    watch = NodeWatch(table, every_s=0.2)
+    assert not watch.dead("b") and not watch.dead("b")  # the second asks nothing
+    assert len(asked) == 1
+    time.sleep(0.25)
+    assert watch.dead("b") and not watch.dead("a")
+    time.sleep(0.25)
+    assert watch.dead("b") and len(asked) == 3  # unreadable: the last answer stands
