@@ -21,7 +21,11 @@ sandbox (bubblewrap) as the baseline:
   a failure class, a state penalty, a Gap) with a ``checkkinds`` entry that leaves evidence
   for every rule (tests/fixtures/invariance/regressor.yaml).
 
-The multi-node Ray legs are in tests/engine/test_cluster.py."""
+The baseline, the -j2 leg and Docker's default snapshot mode (workspace) run the whole set;
+the other legs (unshare, a terminal, kill and resume, Docker archive and commit) run it
+without the imported task, against a baseline of that set: the imported task costs a Docker
+leg an image and three more containers a round, and goes through the same paths as the
+others. The multi-node Ray legs are in tests/engine/test_cluster.py."""
 
 from __future__ import annotations
 
@@ -50,6 +54,7 @@ pytestmark = pytest.mark.slow
 CHECKKINDS = FIXTURES / "invariance" / "checkkinds"
 AGENT = FIXTURES / "invariance" / "regressor.yaml"
 GREET = FIXTURES / "harbor" / "multi-step-greet"
+GREET_NAME = "evoround-greet-multi-step"
 JUDGE = {
     "answers": [
         {"match": "Check judge-usage", "content": '{"result": "fail", "reason": "no call shown"}'}
@@ -62,25 +67,37 @@ J2 = ("-j", "2")
 changes no figure): the set is 16 rounds, and most of a leg is waiting on a sandbox."""
 
 
+FULL = "full"
+"""The whole set, with the imported Harbor task: the baseline, -j2 and Docker's default
+snapshot mode run it."""
+SMALL = "small"
+"""``pricing`` and ``checkkinds`` (every rule kind, the judge): the other legs run it
+against a baseline of their own. The imported task's share of a Docker leg is an image
+built on the base image and three more containers a round; it goes through the same
+import, sandbox and verifier paths as the two others, so one Docker leg carries it."""
+
+
 @pytest.fixture(scope="module")
-def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[str]]]:
-    """The job's folder and its ``run`` arguments (tasks, agent, rounds, modes, judge); the
-    replay server answers the judge while the module's tests run."""
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, list[str]]]]:
+    """The job's folder and its ``run`` arguments per set (tasks, agent, rounds, modes,
+    judge); the replay server answers the judge while the module's tests run."""
     root = tmp_path_factory.mktemp("invariance")
     res = evoround_cli("tasks", "import", str(GREET), str(root / "tasks" / "greet"))
     assert res.returncode == 0, res.stderr[-3000:]
     with serve(JUDGE) as judge:
-        tasks = [str(library_path() / "pricing"), str(CHECKKINDS), str(root / "tasks" / "greet")]
-        yield root, [
-            *tasks, "--agent", "scripted", "--script", str(AGENT), "--rounds", "1-3",
-            "--mode", "both", "--judge-model", "openai/replay-judge",
-            "--judge-api-base", judge.url,
+        common = [
+            "--agent", "scripted", "--script", str(AGENT), "--rounds", "1-3", "--mode", "both",
+            "--judge-model", "openai/replay-judge", "--judge-api-base", judge.url,
         ]  # fmt: skip
+        small = [str(library_path() / "pricing"), str(CHECKKINDS)]
+        yield root, {SMALL: small + common, FULL: [*small, str(root / "tasks" / "greet"), *common]}
 
 
-def _run(
-    suite: tuple[Path, list[str]], job: str, *extra: str, env: dict[str, str] | None = None
-) -> Path:
+Suite = tuple[Path, list[str]]
+"""The module's folder and one set's ``run`` arguments."""
+
+
+def _run(suite: Suite, job: str, *extra: str, env: dict[str, str] | None = None) -> Path:
     root, args = suite
     res = evoround_cli(
         "run", *args, "--out", str(root / "runs"), "--job", job, *extra,
@@ -104,23 +121,36 @@ def _verdicts(job: Path, task: str) -> dict[str, set[str]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def baseline(suite: tuple[Path, list[str]]) -> tuple[tuple[Path, list[str]], Any]:
+def _baseline(suite: Suite, job: str, tasks: set[str]) -> tuple[Suite, Any]:
     root, _ = suite
-    job = _run(suite, "job-one", "-j", "1")
-    got = figures(job, env=_env(root))
+    path = _run(suite, job, "-j", "1")
+    got = figures(path, env=_env(root))
     metrics = got["jobs"][0]["metrics"]
     assert metrics["mt_at_k"] < metrics["sr"] == 1.0  # the regression is in the figures
     assert got["jobs"][0]["compliance"]["checks"] > 0  # and so are the process checks
-    _assert_the_set_ran(job)
+    _assert_the_set_ran(path, tasks)
     return suite, got
 
 
-def _assert_the_set_ran(job: Path) -> None:
+@pytest.fixture(scope="module")
+def baseline(suite: tuple[Path, dict[str, list[str]]]) -> tuple[Suite, Any]:
+    """The whole set, local (bubblewrap), one worker."""
+    root, sets = suite
+    return _baseline((root, sets[FULL]), "job-one", {"pricing", "checkkinds", GREET_NAME})
+
+
+@pytest.fixture(scope="module")
+def small_baseline(suite: tuple[Path, dict[str, list[str]]]) -> tuple[Suite, Any]:
+    """The set without the imported task, local (bubblewrap), one worker."""
+    root, sets = suite
+    return _baseline((root, sets[SMALL]), "job-one-small", {"pricing", "checkkinds"})
+
+
+def _assert_the_set_ran(job: Path, tasks: set[str]) -> None:
     """Every task of the set has its rounds recorded, every rule of the registry was scored
     (a verdict, not an error), and the judge answered both ways."""
     records = [json.loads(ln) for ln in (job / "results.jsonl").read_text().splitlines()]
-    assert {r["task"] for r in records} == {"pricing", "checkkinds", "evoround-greet-multi-step"}
+    assert {r["task"] for r in records} == tasks
     task = json.loads((job / "job.json").read_text())["tasks"]["checkkinds"]
     assert task["n_rounds"] == 2
     verdicts = _verdicts(job, "checkkinds")
@@ -139,19 +169,19 @@ def test_two_workers_change_no_figure(baseline: Any) -> None:
     assert differences(one, figures(two, env=_env(suite[0]))) == []
 
 
-def test_unshare_instead_of_bubblewrap_changes_no_figure(baseline: Any) -> None:
-    suite, one = baseline
+def test_unshare_instead_of_bubblewrap_changes_no_figure(small_baseline: Any) -> None:
+    suite, one = small_baseline
     job = _run(suite, "job-unshare", *J2, env={"EVOROUND_LOCAL_ISOLATION": "unshare"})
     other = figures(job, env=_env(suite[0]))
     assert other["jobs"][0]["isolation"] == "unshare"  # the leg ran what it says
     assert differences(figures_only(one), figures_only(other)) == []
 
 
-def test_stderr_a_terminal_changes_no_figure(baseline: Any) -> None:
+def test_stderr_a_terminal_changes_no_figure(small_baseline: Any) -> None:
     """The same job with stdin, stdout and stderr on a pseudo-terminal (live progress)."""
     import pty
 
-    suite, one = baseline
+    suite, one = small_baseline
     root, args = suite
     job = root / "runs" / "job-tty"
     argv = cli("run", *args, *J2, "--out", root / "runs", "--job", "job-tty")
@@ -180,12 +210,17 @@ def test_stderr_a_terminal_changes_no_figure(baseline: Any) -> None:
 
 @pytest.mark.docker
 @pytest.mark.parametrize("snapshots", ["workspace", "archive", "commit"])
-def test_docker_changes_no_figure(baseline: Any, snapshots: str, docker_client: Any) -> None:
+def test_docker_changes_no_figure(
+    request: pytest.FixtureRequest, snapshots: str, docker_client: Any
+) -> None:
     """Docker gives the figures of the local baseline, process checks included (before
     diffs were read through the provider, every diff-based check was n/a in Docker). The
     snapshot mode is recorded in job.json, and a resume under another mode is refused
-    (the job's earlier snapshots, which MT continues from, are of the recorded kind)."""
-    suite, one = baseline
+    (the job's earlier snapshots, which MT continues from, are of the recorded kind). The
+    default mode runs the whole set, the two others the set without the imported task."""
+    suite, one = request.getfixturevalue(
+        "baseline" if snapshots == "workspace" else "small_baseline"
+    )
     root = suite[0]
     name = f"job-docker-{snapshots}"
     job = _run(
@@ -221,8 +256,8 @@ def _assert_resume_keeps_the_mode(job: Path, recorded: str) -> None:
     assert json.loads((job / "job.json").read_text())["docker_snapshot"] == recorded
 
 
-def test_kill_and_resume_change_no_figure(baseline: Any) -> None:
-    suite, one = baseline
+def test_kill_and_resume_change_no_figure(small_baseline: Any) -> None:
+    suite, one = small_baseline
     root, args = suite
     job = root / "runs" / "job-killed"
     env = {**os.environ, **_env(root)}
