@@ -46,7 +46,10 @@ def test_decaying_agent_passes_tests_but_csr_falls_by_round(home: Path):
     csr = [row.csr for row in comp.by_round]
     assert csr[0] == 1.0 and csr[1] == 1.0
     assert csr[-1] is not None and csr[-1] < 0.7
-    assert all(a >= b for a, b in zip(csr, csr[1:], strict=False)), csr
+    # it falls round by round while every task is still running (a round only the longest
+    # task has is a handful of checks of one task: its CSR is that task's alone)
+    common = min(len(t.rounds) for t in TASKS)
+    assert all(a >= b for a, b in zip(csr[:common], csr[1:common], strict=False)), csr
     conflict = {row.key: row for row in comp.conflicts}
     assert all(row.failed == 1 for row in conflict.values()) and len(conflict) == 2
     cats = {row.key: row for row in comp.by_category}

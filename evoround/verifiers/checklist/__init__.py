@@ -3,7 +3,7 @@
 from evoround.results import CheckOutcome, CheckResult, Evidence
 from evoround.verifiers.checklist._changes import round_changes, write_changes
 from evoround.verifiers.checklist._judge import JudgeConfig
-from evoround.verifiers.checklist._model import RoundEvidence, WorkspaceDiff
+from evoround.verifiers.checklist._model import RoundEvidence, WorkspaceDiff, match_any
 from evoround.verifiers.checklist._rules import RULES, run_rule
 from evoround.verifiers.checklist._score import (
     git_head,
@@ -19,6 +19,7 @@ from evoround.verifiers.checklist._score import (
 
 __all__ = [
     "CheckOutcome",
+    "match_any",
     "CheckResult",
     "Evidence",
     "JudgeConfig",

@@ -9,6 +9,7 @@ counted as a pass or a fail.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -76,14 +77,22 @@ def _text(data: bytes | None) -> str | None:
 
 
 def match_any(path: str, globs: list[str] | str) -> bool:
-    """Glob match where ``**/`` also matches zero directories (``**/*.py`` matches ``a.py``)."""
+    """Glob match where ``**/`` matches zero or more folders wherever it stands (``**/*.py``
+    matches ``a.py``, ``pkg/**/*.py`` matches ``pkg/a.py``), as in gitignore and pathlib;
+    elsewhere fnmatch's rules (``*`` also crosses ``/``)."""
     pats = [globs] if isinstance(globs, str) else list(globs)
-    for g in pats:
-        if fnmatch.fnmatchcase(path, g):
-            return True
-        if g.startswith("**/") and fnmatch.fnmatchcase(path, g[3:]):
-            return True
-    return False
+    return any(fnmatch.fnmatchcase(path, v) for g in pats for v in _variants(g))
+
+
+@functools.lru_cache(maxsize=1024)
+def _variants(glob: str) -> tuple[str, ...]:
+    """``glob`` with each ``**/`` as no folder or as ``*/`` (fnmatch's ``*`` crosses
+    ``/``): plain fnmatch patterns, whose matching is safe from catastrophic backtracking
+    on a hostile path (a regular expression with nested optional folder runs is not)."""
+    head, sep, rest = glob.partition("**/")
+    if not sep:
+        return (glob,)
+    return tuple(head + mid + tail for mid in ("", "*/") for tail in _variants(rest))
 
 
 @dataclass
