@@ -35,8 +35,8 @@ from evoround.engine._retry import InfraFailure, infra_retries, retry_infra
 from evoround.engine._units import JobObserver, Unit
 from evoround.results import INFRA_STATUSES, Mode, ResultsWriter, RoundResult, RoundStatus
 from evoround.sandboxes import SandboxError
-from evoround.throttle import in_this_context
 from evoround.scaffolds import ReferenceSolutionError, RoundSetupError
+from evoround.throttle import in_this_context
 
 log = logging.getLogger(__name__)
 """The engine's log (``evoround -v``: INFO, ``--debug``: DEBUG), to stderr through rich."""

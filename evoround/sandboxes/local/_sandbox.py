@@ -31,7 +31,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
 
 from evoround.sandboxes.common import (
     READ_LIMIT,
@@ -52,6 +51,8 @@ from evoround.sandboxes.local._client import (
     NotStarted,
     ServerFailed,
     ServerUnable,
+    feed,
+    pump,
 )
 from evoround.sandboxes.local._confine import copy_tree, read_path, write_new, write_path
 from evoround.sandboxes.local._isolation import bwrap_argv, shown_dirs, unshare_argv
@@ -98,21 +99,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _pump(stream: Any, sink: CappedOutput) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        while chunk := stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16):
-            sink.feed(chunk)
-
-
-def _feed(pipe: IO[bytes], data: bytes) -> None:
-    """Write a command's stdin on its own thread (a command that never reads it must not
-    block the engine), then close it so the command sees the end."""
-    with contextlib.suppress(OSError, ValueError):
-        pipe.write(data)
-    with contextlib.suppress(OSError, ValueError):
-        pipe.close()
-
-
 def _drain(fd: int) -> bytes:
     """Everything written to a pipe whose writers are all closed (never blocks)."""
     os.set_blocking(fd, False)
@@ -153,13 +139,13 @@ def local_run(
     )
     out, err = CappedOutput(), CappedOutput()
     readers = [
-        threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
+        threading.Thread(target=pump, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, err), daemon=True),
     ]
     for t in readers:
         t.start()
     if data is not None and proc.stdin is not None:
-        threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True).start()
+        threading.Thread(target=feed, args=(proc.stdin, data), daemon=True).start()
     timed_out = False
     try:
         proc.wait(timeout=timeout)
