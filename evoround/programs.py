@@ -14,6 +14,7 @@ from importlib import resources
 
 
 @cache
-def program_text(package: str, name: str) -> str:
-    """The text of ``<package>/programs/<name>``, exactly as shipped."""
-    return resources.files(package).joinpath("programs", name).read_text(encoding="utf-8")
+def program_text(package: str, name: str, folder: str = "programs") -> str:
+    """The text of ``<package>/<folder>/<name>``, exactly as shipped (the verifiers keep
+    theirs in ``guard/``)."""
+    return resources.files(package).joinpath(folder, name).read_text(encoding="utf-8")

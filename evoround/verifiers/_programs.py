@@ -9,18 +9,16 @@ lives in string literals: ``tests/architecture`` checks it).
 from __future__ import annotations
 
 import re
-from functools import cache
-from importlib import resources
+
+from evoround.programs import program_text
 
 TEMPLATE_MARKER = "# ---- the helper, copied from the next line on ----\n"
 """In a template (the twin helpers): the text after this line is what gets copied."""
 
 
-@cache
 def program(name: str) -> str:
     """The text of ``guard/<name>``, exactly as shipped."""
-    data = resources.files(__package__).joinpath("guard", name).read_bytes()
-    return data.decode("utf-8")
+    return program_text(__name__.rpartition(".")[0], name, "guard")
 
 
 def fill(name: str, values: dict[str, str]) -> str:
