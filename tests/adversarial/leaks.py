@@ -5,10 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from evoround.sandboxes import job_folder_key
 
-def job_containers(client, job: str) -> list[str]:  # noqa: ANN001 - docker.DockerClient
-    """Names of every container (running or not) labelled with ``job``."""
-    found = client.api.containers(all=True, filters={"label": [f"evoround.job={job}"]})
+
+def job_containers(client, job: str, job_dir: Path | None = None) -> list[str]:  # noqa: ANN001
+    """Names of every container (running or not) labelled with ``job`` (and, given
+    ``job_dir``, with that job folder's key: another run of a job of the same name on the
+    same engine, such as a second suite beside this one, is not this job's leak)."""
+    labels = [f"evoround.job={job}"]
+    if job_dir is not None:
+        labels.append(f"evoround.job_folder={job_folder_key(job_dir)}")
+    found = client.api.containers(all=True, filters={"label": labels})
     return [c["Names"][0] for c in found]
 
 

@@ -57,4 +57,4 @@ def test_signals_docker(tmp_path: Path, docker_client) -> None:  # noqa: ANN001
     view = signal_job(tmp_path, DOCKER, "docker", job="sig-docker")
     _check(view, DOCKER, time.monotonic() - start, 180)
     time.sleep(0.5)
-    assert job_containers(docker_client, "sig-docker") == []
+    assert job_containers(docker_client, "sig-docker", tmp_path / "runs" / "sig-docker") == []
