@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from evoround.sandboxes.common import CappedOutput, ExecResult
+from evoround.sandboxes.local._isolation import default_signals
 
 SERVER = Path(__file__).with_name("_server.py")
 MAX_REQUEST = 150_000
@@ -95,7 +96,7 @@ class ExecServer:
         argv, fds = wrap([*_python(), "-c", code, str(inside.fileno())], inside.fileno())
         try:
             self.proc = subprocess.Popen(
-                argv,
+                [*default_signals(), *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,

@@ -105,6 +105,24 @@ def _probe(name: str, argv: list[str], tries: int = 3) -> bool:
     return _PROBES[name]
 
 
+def default_signals() -> list[str]:
+    """The prefix that starts a command with every signal at its default disposition
+    (GNU ``env --default-signal``), or nothing where this ``env`` lacks the option.
+
+    Why: a signal the engine's own parent ignored (``nohup``: SIGHUP; a script's ``&``:
+    SIGINT and SIGQUIT) stays ignored across fork and exec, so without a reset the agent's
+    commands and the verifier's tests would run with those signals ignored, and a test of
+    Ctrl-C or of a hang-up would grade differently depending on how evoround was started.
+    Docker starts every command from its runtime with the defaults; this makes the local
+    backend do the same. The blocked-signal mask is inherited too and not reset here:
+    nothing in evoround blocks signals, and shells do not block them for background jobs
+    (the exec server's init resets both, see ``_server``)."""
+    env = shutil.which("env")
+    if env is None or not _probe("env --default-signal", [env, "--default-signal", "true"]):
+        return []
+    return [env, "--default-signal"]
+
+
 def namespaces_available() -> bool:
     """Whether ``unshare`` can give a command its own pid + mount namespace here."""
     return _probe(

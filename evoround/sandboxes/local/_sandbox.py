@@ -55,7 +55,12 @@ from evoround.sandboxes.local._client import (
     pump,
 )
 from evoround.sandboxes.local._confine import copy_tree, read_path, write_new, write_path
-from evoround.sandboxes.local._isolation import bwrap_argv, shown_dirs, unshare_argv
+from evoround.sandboxes.local._isolation import (
+    bwrap_argv,
+    default_signals,
+    shown_dirs,
+    unshare_argv,
+)
 from evoround.sandboxes.local._seccomp import STARTED, filter_fd, launcher_argv
 from evoround.snapshots import Snapshot, SnapshotLabel, SnapshotStore
 
@@ -124,7 +129,7 @@ def local_run(
     once the command and its process group are gone the readers get a short grace, so a
     pipe held open by an escaped background process cannot hang the engine.
     """
-    argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+    argv = [*default_signals(), *(["bash", "-c", cmd] if isinstance(cmd, str) else cmd)]
     data = stdin.encode() if isinstance(stdin, str) else stdin
     start = time.monotonic()
     proc = subprocess.Popen(

@@ -59,6 +59,8 @@ MS_REC, MS_PRIVATE = 0x4000, 0x40000
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 4, 24, 47
 MAX_MSG = 1 << 20
+_PYTHONS = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Signals Python ignores in itself at start-up; ``restore_signals`` resets them."""
 _CAPSET = {"x86_64": 126, "aarch64": 91}
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -95,10 +97,20 @@ def _code(status: int) -> int:
 
 def _enter(last_cap: int) -> None:
     """The init's own set-up: default signals (pid 1 ignores what has no handler, as
-    bwrap's init), its mount and IPC namespaces, its ``/proc``, no capability left."""
+    bwrap's init), its mount and IPC namespaces, its ``/proc``, no capability left.
+
+    Every signal ignored here, but SIGPIPE and SIGXFSZ (Python's own, which the command's
+    ``restore_signals`` resets), goes back to its default and none stays blocked: the
+    command inherits both, and the engine's parent may have ignored some (``nohup``, a
+    script's ``&``); Docker starts each command with the defaults, so does this."""
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)
+    for sig in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP, *_PYTHONS}:
+        with contextlib.suppress(OSError, ValueError):  # the C library's own signals
+            if signal.getsignal(sig) == signal.SIG_IGN:
+                signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate")
