@@ -30,6 +30,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,53 +61,48 @@ _NODE = "node:"
 """The first item a unit yields: ``node:<id>`` of the Ray node it runs on (NodeWatch)."""
 
 
-def _remote_unit(
-    scaffold: Scaffold,
-    task_path: str,
-    mode: str,
-    attempt: int,
-    round_index: int | None,
-    recorded: list[str],
-    job_dir: str,
-    sandbox: str,
-    store_root: str,
-    judge: JudgeConfig | None,
-    keep_snapshots: bool,
-) -> Iterator[str]:
+@dataclass(frozen=True)
+class UnitCall:
+    """What a worker needs to run one unit, as plain values (pickled to the worker): the
+    unit by task folder, mode, attempt and round; what the driver already recorded; the
+    job's folder, sandbox backend, snapshot store, judge and snapshot policy."""
+
+    task_path: str
+    mode: str
+    attempt: int
+    round_index: int | None
+    recorded: list[str]
+    job_dir: str
+    sandbox: str
+    store_root: str
+    judge: JudgeConfig | None
+    keep_snapshots: bool
+
+    @property
+    def label(self) -> str:
+        r = f" r{self.round_index:02d}" if self.round_index else ""
+        return f"{Path(self.task_path).name} {self.mode}-{self.attempt:02d}{r}"
+
+
+def _remote_unit(scaffold: Scaffold, call: UnitCall) -> Iterator[str]:
     """Runs on a Ray worker: one unit through the controller, yielding each recorded round;
     the engine's log of it goes to the job folder (``.workers/<host>-<pid>.log``)."""
-    jd = Path(job_dir)
-    handler = worker_log(jd)  # where units ran, and what the engine said there
+    handler = worker_log(Path(call.job_dir))  # where units ran, and what the engine said there
     engine_log = logging.getLogger("evoround")
     level = engine_log.level
     if handler is not None:
         engine_log.addHandler(handler)
         engine_log.setLevel(logging.INFO)
     log = logging.getLogger(__name__)
-    label = f"{Path(task_path).name} {mode}-{attempt:02d}" + (
-        f" r{round_index:02d}" if round_index else ""
-    )
-    log.info("%s: started (%d rounds recorded before)", label, len(recorded))
+    log.info("%s: started (%d rounds recorded before)", call.label, len(call.recorded))
     try:
         import ray
 
         yield _NODE + ray.get_runtime_context().get_node_id()
-        yield from _unit_rounds(
-            scaffold,
-            task_path,
-            mode,
-            attempt,
-            round_index,
-            recorded,
-            jd,
-            sandbox,
-            store_root,
-            judge,
-            keep_snapshots,
-        )
-        log.info("%s: done", label)
+        yield from _unit_rounds(scaffold, call)
+        log.info("%s: done", call.label)
     except Exception:
-        log.exception("%s: failed", label)
+        log.exception("%s: failed", call.label)
         raise
     finally:
         if handler is not None:
@@ -115,19 +111,7 @@ def _remote_unit(
             handler.close()
 
 
-def _unit_rounds(
-    scaffold: Scaffold,
-    task_path: str,
-    mode: str,
-    attempt: int,
-    round_index: int | None,
-    recorded: list[str],
-    jd: Path,
-    sandbox: str,
-    store_root: str,
-    judge: JudgeConfig | None,
-    keep_snapshots: bool,
-) -> Iterator[str]:
+def _unit_rounds(scaffold: Scaffold, call: UnitCall) -> Iterator[str]:
     """The unit through the controller in a thread of the worker, each round as it comes."""
     from evoround.engine._controller import RunContext
     from evoround.engine._units import Unit, job_provider, run_unit
@@ -135,18 +119,23 @@ def _unit_rounds(
     from evoround.snapshots import SnapshotStore
     from evoround.tasks import load_task
 
-    task = load_task(Path(task_path))
+    jd = Path(call.job_dir)
     cfg = load_job(jd).config  # the lock carries the protocol and the image map
     unit = Unit(
-        task, Mode(mode), attempt, round_index, on_fail=cfg.on_fail, window=cfg.rounds_window
+        load_task(Path(call.task_path)),
+        Mode(call.mode),
+        call.attempt,
+        call.round_index,
+        on_fail=cfg.on_fail,
+        window=cfg.rounds_window,
     )
-    store = SnapshotStore(store_root or evoround_home() / "store")
+    store = SnapshotStore(call.store_root or evoround_home() / "store")
     provider = job_provider(
-        sandbox,
+        call.sandbox,
         store,
         jd,
         scaffold,
-        keep_snapshots=keep_snapshots,
+        keep_snapshots=call.keep_snapshots,
         base_image_map=cfg.base_image_map,
         snapshot_mode=cfg.docker_snapshot,
     )
@@ -160,13 +149,13 @@ def _unit_rounds(
             store=store,
             scaffold=scaffold,
             record=lambda r: None,
-            judge=judge,
+            judge=call.judge,
         )
         try:
             run_unit(
                 ctx,
                 unit,
-                [RoundResult.model_validate_json(r) for r in recorded],
+                [RoundResult.model_validate_json(r) for r in call.recorded],
                 lambda r: out.put(r.model_dump_json()),
             )
             out.put(_DONE)
@@ -301,19 +290,19 @@ class RayRunner:
         self, unit: Unit, recorded: list[RoundResult], record: Callable[[RoundResult], None]
     ) -> None:
         ray = self.ray
-        gen = self._remote.remote(
-            self.scaffold,
-            str(Path(unit.task.path).resolve()),
-            unit.mode.value,
-            unit.attempt,
-            unit.round,
-            [r.model_dump_json() for r in recorded],
-            str(self.job_dir),
-            self.sandbox,
-            str(self.store_root),
-            self.judge,
-            self.keep_snapshots,
+        call = UnitCall(
+            task_path=str(Path(unit.task.path).resolve()),
+            mode=unit.mode.value,
+            attempt=unit.attempt,
+            round_index=unit.round,
+            recorded=[r.model_dump_json() for r in recorded],
+            job_dir=str(self.job_dir),
+            sandbox=self.sandbox,
+            store_root=str(self.store_root),
+            judge=self.judge,
+            keep_snapshots=self.keep_snapshots,
         )
+        gen = self._remote.remote(self.scaffold, call)
         with self._lock:
             self._running.add(gen)
         node: list[str] = []  # where the unit runs, once it said so

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evoround.sandboxes import SandboxUnavailable
+from evoround.sandboxes import SandboxError, SandboxUnavailable
 from evoround.sandboxes.docker import (
     LABEL_JOB,
     DockerProvider,
@@ -154,6 +154,25 @@ def test_close_removes_the_container_and_provider_close_removes_everything(
     assert a.container_id not in ids and b.container_id in ids
     p.close()
     assert containers(docker_client, p.job) == []  # live sandbox and prestarted spare gone
+
+
+def test_a_container_started_while_the_provider_closes_is_removed(
+    docker_client, provider_factory, task, monkeypatch
+):
+    """A creation in flight when ``close()`` ran (another thread's): before, its container
+    was registered after close() had removed every live one, and outlived the job."""
+    p = provider_factory(prestart=False)
+    start = p._start_container
+
+    def start_then_close(*args, **kw):  # noqa: ANN002, ANN003
+        cid = start(*args, **kw)
+        p.close()  # what another thread's close() does at this moment
+        return cid
+
+    monkeypatch.setattr(p, "_start_container", start_then_close)
+    with pytest.raises(SandboxError, match="closed"):
+        p.create(task, "tiny/late")
+    assert containers(docker_client, p.job) == []
 
 
 def test_exception_in_with_block_removes_the_container(docker_client, provider_factory, task):

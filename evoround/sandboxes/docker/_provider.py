@@ -19,6 +19,7 @@ from typing import Any
 import docker
 import docker.errors
 from docker.types import Mount
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from evoround.sandboxes.common import (
     Sandbox,
@@ -93,6 +94,14 @@ def _close_all_at_exit() -> None:
     for provider in list(_LIVE_PROVIDERS):
         with contextlib.suppress(Exception):
             provider.close()
+
+
+REMOVAL_WAIT_SEC = 60.0
+"""How long a removal another call started is waited for before it is called a failure."""
+
+
+class _StillRemoving(docker.errors.APIError):
+    """The daemon is still removing the container (another call's removal)."""
 
 
 class DockerProvider(SandboxProvider):
@@ -498,7 +507,16 @@ class DockerProvider(SandboxProvider):
         sb = DockerSandbox(self, cid, name, task, img, self.pristine_python(task), folder)
         sb.bytecode = self._bytecode_mount(task)
         with self._lock:
-            self._live[cid] = sb
+            closed = self._closed
+            if not closed:
+                self._live[cid] = sb
+        if closed:  # closed while this container was started: close() did not see it
+            sb._closed = True
+            with contextlib.suppress(Exception):
+                self._remove_container(cid)
+            if folder is not None:
+                self._drop(folder)
+            raise SandboxError("the Docker provider is closed")
         try:
             if folder is not None:
                 self._fill_folder(folder, task, img, snapshot)
@@ -543,12 +561,26 @@ class DockerProvider(SandboxProvider):
 
     # -- teardown --
     def _remove_container(self, cid: str) -> None:
-        with contextlib.suppress(docker.errors.NotFound):
-            try:
-                self.client.api.remove_container(cid, force=True, v=True)
-            except docker.errors.APIError as e:
-                if "already in progress" not in str(e):
-                    raise
+        """Remove a container and return once it is gone: a removal already in progress
+        (a timed-out call's, which the daemon goes on with) is waited for, up to
+        :data:`REMOVAL_WAIT_SEC`, so a closed provider leaves nothing behind."""
+        api = self.client.api
+        for attempt in Retrying(
+            stop=stop_after_delay(REMOVAL_WAIT_SEC),
+            wait=wait_exponential(multiplier=0.05, max=1.0),
+            retry=retry_if_exception_type(_StillRemoving),
+            reraise=True,
+        ):
+            with attempt:
+                try:
+                    api.remove_container(cid, force=True, v=True)
+                    return
+                except docker.errors.NotFound:
+                    return
+                except docker.errors.APIError as e:
+                    if "already in progress" not in str(e):
+                        raise
+                    raise _StillRemoving(f"container {cid[:12]}: {e}") from e
 
     def release_sandbox(self, sb: DockerSandbox) -> None:
         """Remove a closed sandbox's container, in the background when possible."""
