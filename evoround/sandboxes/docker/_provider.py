@@ -506,17 +506,7 @@ class DockerProvider(SandboxProvider):
             cid, folder = spare.container_id, spare.folder
         sb = DockerSandbox(self, cid, name, task, img, self.pristine_python(task), folder)
         sb.bytecode = self._bytecode_mount(task)
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                self._live[cid] = sb
-        if closed:  # closed while this container was started: close() did not see it
-            sb._closed = True
-            with contextlib.suppress(Exception):
-                self._remove_container(cid)
-            if folder is not None:
-                self._drop(folder)
-            raise SandboxError("the Docker provider is closed")
+        self._register(sb)
         try:
             if folder is not None:
                 self._fill_folder(folder, task, img, snapshot)
@@ -529,6 +519,21 @@ class DockerProvider(SandboxProvider):
             sb.close()
             raise
         return sb
+
+    def _register(self, sb: DockerSandbox) -> None:
+        """Count a started sandbox as live, so close() removes it; if close() ran while its
+        container was started (another thread's), close() did not see it: remove it now."""
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._live[sb.container_id] = sb
+        if closed:
+            sb._closed = True
+            with contextlib.suppress(Exception):
+                self._remove_container(sb.container_id)
+            if sb.folder is not None:
+                self._drop(sb.folder)
+            raise SandboxError("the Docker provider is closed")
 
     def _parent_manifest(self, snapshot: Snapshot | None) -> str | None:
         if snapshot is None or not snapshot.parent:
