@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,66 @@ def _kill_then_fresh_job(tmp_path: Path, tmp: Path) -> None:
     assert statuses == ["passed"] * 4, statuses  # the figures as usual
     assert list(boxes.iterdir()) == [], list(boxes.iterdir())  # the orphan was collected
     assert wall < 90, wall  # the orphan neither fails nor hangs the fresh job
+
+
+@pytest.mark.docker
+def test_traps_in_docker_then_kill_then_a_fresh_job_and_cleanup(
+    tmp_path: Path, docker_client
+) -> None:  # noqa: ANN001
+    """The Docker leg: the traps are made in a host-folder workspace (``workspace`` mode, the
+    default on a local daemon) by the container's root, the engine is killed with -9, then a
+    fresh job of the same user (the same store) runs as usual and sweeps the dead engine's
+    workspace; ``evoround cleanup --job a`` removes what the killed job left on the engine."""
+    # the store outside tmp_path: pytest's clean-up of old sessions (shutil.rmtree) would
+    # recurse into a trap a failed run left there
+    home = Path(tempfile.mkdtemp(prefix="evoround-traps-home-", dir="/var/tmp"))
+    jobs = [f"traps-{x}-{uuid.uuid4().hex[:6]}" for x in "ab"]  # names no other test uses
+    try:
+        _docker_kill_then_fresh_job(tmp_path, home, docker_client, *jobs)
+    finally:  # whatever failed: no container of these jobs, no trap left behind
+        for job in jobs:
+            for c in docker_client.api.containers(
+                all=True, filters={"label": f"evoround.job={job}"}
+            ):
+                docker_client.api.remove_container(c["Id"], force=True, v=True)
+        subprocess.run(["rm", "-rf", str(home)], check=False)
+
+
+def _docker_kill_then_fresh_job(
+    tmp_path: Path,
+    home: Path,
+    docker_client,  # noqa: ANN001
+    a: str,
+    b: str,
+) -> None:
+    from tests.adversarial.leaks import job_containers
+
+    script = tmp_path / "traps.yaml"
+    traps = {"run": f"python3 - <<'EOF'\n{TRAPS}\nEOF", "timeout": 120}
+    script.write_text(yaml.safe_dump({"tasks": {"counter": {
+        "1": ["oracle"], "2": ["oracle", traps, {"run": "sleep 120"}]}}}))  # fmt: skip
+    env = {**os.environ, "EVOROUND_HOME": str(home)}
+    first = [*CLI, "run", str(COUNTER), "--agent", "scripted", "--script", str(script), "--mode", "mt",
+             "--sandbox", "docker", "--out", str(tmp_path / "runs-a"), "--job", a]  # fmt: skip
+    proc = subprocess.Popen(first, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workspaces = home / "store" / "docker-workspaces"
+    try:
+        _wait_for("traps-done", workspaces, proc, 240)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert _found(workspaces, "deep"), "the killed job left no trapped folder (test is moot)"
+    start = time.monotonic()
+    fresh = [*CLI, "run", str(COUNTER), "--agent", "oracle", "--mode", "mt", "--json",
+             "--sandbox", "docker", "--out", str(tmp_path / "runs-b"), "--job", b]  # fmt: skip
+    res = subprocess.run(fresh, env=env, capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr.decode(errors="replace")[-3000:]
+    wall = time.monotonic() - start
+    lines = (tmp_path / "runs-b" / b / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line)["status"] for line in lines] == ["passed"] * 4
+    assert not _found(workspaces, "traps-done"), "the dead engine's workspace was not swept"
+    assert wall < 120, wall
+    assert job_containers(docker_client, b) == []
+    done = subprocess.run([*CLI, "cleanup", "--job", a], env=env, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    assert job_containers(docker_client, a) == []
