@@ -140,16 +140,15 @@ def test_traps_in_docker_then_kill_then_a_fresh_job_and_cleanup(
     workspace; ``evoround cleanup --job a`` removes what the killed job left on the engine."""
     # the store outside tmp_path: pytest's clean-up of old sessions (shutil.rmtree) would
     # recurse into a trap a failed run left there
+    from evoround.sandboxes.docker import cleanup_docker
+
     home = Path(tempfile.mkdtemp(prefix="evoround-traps-home-", dir="/var/tmp"))
     jobs = [f"traps-{x}-{uuid.uuid4().hex[:6]}" for x in "ab"]  # names no other test uses
     try:
         _docker_kill_then_fresh_job(tmp_path, home, docker_client, *jobs)
     finally:  # whatever failed: no container of these jobs, no trap left behind
         for job in jobs:
-            for c in docker_client.api.containers(
-                all=True, filters={"label": f"evoround.job={job}"}
-            ):
-                docker_client.api.remove_container(c["Id"], force=True, v=True)
+            cleanup_docker(docker_client, job=job)
         subprocess.run(["rm", "-rf", str(home)], check=False)
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from evoround.sandboxes import LocalProvider, LocalSandbox
-from evoround.sandboxes.local import _client
 from evoround.sandboxes.local._isolation import bwrap_available, namespaces_available
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import load_task
@@ -69,15 +68,12 @@ def test_per_command_path_resets_ignored_signals(
         box.close()
 
 
-@pytest.mark.parametrize("prefix", [True, False], ids=["env-prefix", "server-init-only"])
 def test_exec_server_resets_ignored_and_blocked_signals(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ignoring: None, prefix: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ignoring: None
 ) -> None:
-    """Through the exec server: with the ``env`` prefix, and without it (the server's init
-    alone resets what the server inherited, mask included)."""
+    """Through the exec server, which is started with what this process ignores and
+    blocks: its init resets both before each command (``_server._enter``)."""
     monkeypatch.setenv("EVOROUND_LOCAL_SERVER", "always")
-    if not prefix:
-        monkeypatch.setattr(_client, "default_signals", list)
     box = _sandbox(tmp_path, monkeypatch, "bwrap")
     try:
         assert _status(box, "SigIgn") == 0

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from evoround.sandboxes.common import CappedOutput, ExecResult
-from evoround.sandboxes.local._isolation import default_signals
 
 SERVER = Path(__file__).with_name("_server.py")
 MAX_REQUEST = 150_000
@@ -96,7 +95,7 @@ class ExecServer:
         argv, fds = wrap([*_python(), "-c", code, str(inside.fileno())], inside.fileno())
         try:
             self.proc = subprocess.Popen(
-                [*default_signals(), *argv],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,

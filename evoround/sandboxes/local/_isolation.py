@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 from evoround.sandboxes.common import SandboxError
@@ -105,7 +106,8 @@ def _probe(name: str, argv: list[str], tries: int = 3) -> bool:
     return _PROBES[name]
 
 
-def default_signals() -> list[str]:
+@cache
+def default_signals() -> tuple[str, ...]:
     """The prefix that starts a command with every signal at its default disposition
     (GNU ``env --default-signal``), or nothing where this ``env`` lacks the option.
 
@@ -115,12 +117,13 @@ def default_signals() -> list[str]:
     Ctrl-C or of a hang-up would grade differently depending on how evoround was started.
     Docker starts every command from its runtime with the defaults; this makes the local
     backend do the same. The blocked-signal mask is inherited too and not reset here:
-    nothing in evoround blocks signals, and shells do not block them for background jobs
-    (the exec server's init resets both, see ``_server``)."""
+    nothing in evoround blocks signals, and shells do not block them for background jobs.
+    The exec server's commands do not take this path: its init resets both (``_server``).
+    Asked once per process (every per-command run starts with it)."""
     env = shutil.which("env")
     if env is None or not _probe("env --default-signal", [env, "--default-signal", "true"]):
-        return []
-    return [env, "--default-signal"]
+        return ()
+    return (env, "--default-signal")
 
 
 def namespaces_available() -> bool:
