@@ -81,12 +81,25 @@ class Cgroup:
             yield
             return
         try:
-            deadline = time.monotonic() + wait
-            while not self.is_frozen() and time.monotonic() < deadline:
-                time.sleep(0.002)
+            self._freeze(how, time.monotonic() + wait)
             yield
         finally:
             _write(how[0], how[2])
+
+    def _freeze(self, how: tuple[Path, str, str], deadline: float) -> None:
+        """Ask again until the group reports frozen (or the deadline). Why again: a v1
+        freezer stays FREEZING for good when a process forks while it freezes (a shell
+        loop's children), and only a new write takes the newcomers; now and then a thaw
+        and a pause let a fork in flight finish (runc's pause does the same)."""
+        tries = 0
+        while not self.is_frozen() and time.monotonic() < deadline:
+            tries += 1
+            if tries % 50 == 0:
+                _write(how[0], how[2])
+                time.sleep(0.01)
+            else:
+                time.sleep(0.001)
+            _write(how[0], how[1])
 
     def _freezer(self) -> tuple[Path, str, str] | None:
         """The file that freezes the group, the value that freezes and the one that thaws
