@@ -66,4 +66,4 @@ def test_slow_workspace_is_a_timeout_not_a_held_round_docker(tmp_path: Path, doc
     task = load_task(_task(tmp_path))
     view = run(tmp_path, _agent(tmp_path), tasks=[task], modes=(Mode.mt,), sandbox="docker")
     _check(view)
-    assert job_containers(docker_client, view.path.name) == []
+    assert job_containers(docker_client, view.path.name, view.path) == []

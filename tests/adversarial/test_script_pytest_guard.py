@@ -169,7 +169,7 @@ def test_honest_runs_raise_no_alarm_local(tmp_path: Path, monkeypatch) -> None:
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_forged_pytest_runs_are_caught_docker(tmp_path: Path, docker_client, name: str) -> None:
     view = _attack(tmp_path, name, "docker")
-    assert job_containers(docker_client, view.path.name) == []
+    assert job_containers(docker_client, view.path.name, view.path) == []
 
 
 @pytest.mark.docker

@@ -135,7 +135,7 @@ def test_script_verifier_attacks_local(tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_script_verifier_attacks_docker(tmp_path: Path, docker_client, name: str) -> None:
     view = _attack(tmp_path, name, "docker")
-    assert job_containers(docker_client, view.path.name) == []
+    assert job_containers(docker_client, view.path.name, view.path) == []
 
 
 @pytest.mark.docker

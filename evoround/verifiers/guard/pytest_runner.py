@@ -177,8 +177,9 @@ def _start():
     order = cfg.pop("order", {})
     # the harness's tests (controls, twins) get a share of the real test loop's time, in the
     # run and again in the fresh copy: a twin of a slow test is stopped, never run in full
-    share = float(cfg.pop("share", 0.05))
-    floor = float(cfg.pop("floor", 1.0))
+    share = float(cfg.pop("share", 0.04))
+    floor = float(cfg.pop("floor", 0.6))
+    least = float(cfg.pop("slice", 0.05))  # what a harness test gets once the allowance is spent
     # the copy never holds the run past its own timeout: the real run's verdict comes first
     budget_end = t0 + float(cfg.pop("budget", 1e9)) - 3
     watch = _Watch(pytest, cfg.pop("workdir", ""), cfg.pop("named_plugins", ()))
@@ -289,7 +290,7 @@ def _start():
             now = _time.monotonic()
             if clock["until"] is None:
                 clock["until"] = now + allowance(now - clock["began"])
-            secs = max(0.5, min(clock["until"] - now, budget_end - now - 1))
+            secs = max(least, min(clock["until"] - now, budget_end - now - 1))
             try:
                 old = _signal.signal(_signal.SIGALRM, _overdue)
                 _signal.setitimer(_signal.ITIMER_REAL, secs)
