@@ -33,6 +33,7 @@ a twin's side effects cannot change a real test's outcome.
 from __future__ import annotations
 
 import ast
+import functools
 import random
 import secrets
 from collections.abc import Iterable
@@ -375,16 +376,10 @@ def plan_twins(
     plan = TwinPlan(lines={p: len(s.splitlines()) for p, s in files.items()})
     if any("pytest_generate_tests" in text for text in conftests):
         return plan
-    trees = _parse_files(files)
-    names = {p: _identifiers(t) for p, t in trees.items()}
-    taken = set().union(*names.values()) if names else set()
-    by_file = _candidates(trees, names)
-    picks = _pick(by_file, limit, rng)
-    namer = Namer(rng, taken, "\n".join([*files, *files.values(), *conftests]))
-    words = {p: file_words(trees[p]) for p in by_file}
-    avoid = suite_values(
-        [*trees.values(), *_parse_files({str(i): t for i, t in enumerate(conftests)}).values()]
-    )
+    suite = _analyse(tuple(files.items()), tuple(conftests))
+    picks = _pick({p: list(c) for p, c in suite.by_file.items()}, limit, rng)
+    namer = Namer(rng, set(suite.taken), suite.text)
+    trees, words, avoid = suite.trees, suite.words, suite.avoid
     for path, fn, host in picks:
         w = words[path]
         name = namer.twin(fn.name, w.methods[host.node.name] if host else w.tests, w)
@@ -398,6 +393,41 @@ def plan_twins(
         fixed = _fixed_instances(fn, _module_literals(trees[path]))
         plan.twins.append(Twin(path, fn.name, name, host.node.name if host else "", fixed))
     return plan
+
+
+@dataclass(frozen=True)
+class _Suite:
+    """What :func:`plan_twins` reads from a suite's texts alone, before any random choice.
+    Shared between runs of the same suite: nothing here may be changed (a twin is made
+    from a copy of its original, the namer from a copy of ``taken``)."""
+
+    trees: dict[str, ast.Module]
+    taken: frozenset[str]
+    by_file: dict[str, tuple[Candidate, ...]]
+    words: dict[str, FileWords]
+    avoid: frozenset[object]
+    text: str
+
+
+@functools.lru_cache(maxsize=32)
+def _analyse(files: tuple[tuple[str, str], ...], conftests: tuple[str, ...]) -> _Suite:
+    """The suite's trees, names, candidates and values, once per suite text. Why a cache: a
+    job verifies the same round's suite once per attempt and mode (a library job, 152 times
+    over 19 suites), and this analysis was a third of the verifier's host-side time."""
+    trees = _parse_files(dict(files))
+    names = {p: _identifiers(t) for p, t in trees.items()}
+    by_file = _candidates(trees, names)
+    avoid = suite_values(
+        [*trees.values(), *_parse_files({str(i): t for i, t in enumerate(conftests)}).values()]
+    )
+    return _Suite(
+        trees=trees,
+        taken=frozenset().union(*names.values()),
+        by_file={p: tuple(c) for p, c in by_file.items()},
+        words={p: file_words(trees[p]) for p in by_file},
+        avoid=avoid,
+        text="\n".join([*(p for p, _ in files), *(t for _, t in files), *conftests]).lower(),
+    )
 
 
 def _parse_files(files: dict[str, str]) -> dict[str, ast.Module]:

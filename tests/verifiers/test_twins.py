@@ -6,6 +6,7 @@ written with the expectation on either side.
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 from evoround.verifiers._expect import NO, alter, literal_value, value_node
 from evoround.verifiers._guard import Channel, Controls
 from evoround.verifiers._pytest import _fresh_evidence, _twin_evidence
-from evoround.verifiers._twins import Twin, TwinPlan, node_parts, plan_twins
+from evoround.verifiers._twins import Twin, TwinPlan, _analyse, node_parts, plan_twins
 
 HONEST = """
 def add(a, b):
@@ -458,6 +459,26 @@ Rebound = None
     other = "from test_base import Shared\n\n\nclass TestMore(Shared):\n    pass\n"
     plan = plan_twins({"test_base.py": base, "test_other.py": other}, limit=100)
     assert plan.twins == []
+
+
+def test_plans_of_one_suite_share_its_analysis_and_nothing_else() -> None:
+    """A job plans twins for the same suite once per attempt and mode: the suite's analysis
+    is made once, yet each plan is new (its own random picks and names) and none changes
+    what the next one starts from (the originals, the suite's taken names)."""
+    files = {"test_a.py": LEFT, "test_b.py": LEFT.replace("def test_", "def test_b_")}
+    _analyse.cache_clear()
+    plans = [plan_twins(dict(files), limit=2) for _ in range(12)]
+    assert _analyse.cache_info().misses == 1 and _analyse.cache_info().hits == 11
+    for plan in plans:
+        assert len(plan.twins) == 2
+        for path, text in plan.sources.items():
+            assert text.startswith(files[path])  # the originals are untouched
+            ast.parse(text)
+            added = text[len(files[path]) :]
+            assert all(f"def {tw.name}(" in added for tw in plan.twins if tw.file == path)
+    assert len({tw.name for plan in plans for tw in plan.twins}) > 12  # picks and names vary
+    fresh = plan_twins(dict(files), limit=2)
+    assert fresh.twins and all(tw.name not in files["test_a.py"] for tw in fresh.twins)
 
 
 def test_suites_that_generate_tests_by_hook_get_none() -> None:
