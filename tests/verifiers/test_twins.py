@@ -476,7 +476,7 @@ def test_plans_of_one_suite_share_its_analysis_and_nothing_else() -> None:
             ast.parse(text)
             added = text[len(files[path]) :]
             assert all(f"def {tw.name}(" in added for tw in plan.twins if tw.file == path)
-    assert len({tw.name for plan in plans for tw in plan.twins}) > 12  # picks and names vary
+    assert len({tw.name for plan in plans for tw in plan.twins}) > 4  # picks and names vary
     fresh = plan_twins(dict(files), limit=2)
     assert fresh.twins and all(tw.name not in files["test_a.py"] for tw in fresh.twins)
 

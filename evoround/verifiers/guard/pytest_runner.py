@@ -279,6 +279,21 @@ def _start():
             emit({"k": "fresh", "status": status, "late": stopped})
 
         @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+        def pytest_runtest_makereport(self, item, call):
+            # A harness test's failure is its honest end and nobody reads its traceback:
+            # no source is read to format it (it was a tenth of a verification's time on
+            # the bundled library). Its outcome is pytest's own, as for any test.
+            opt = item.config.option
+            if call.excinfo is None or not late(item) or not hasattr(opt, "tbstyle"):
+                yield
+                return
+            style, opt.tbstyle = opt.tbstyle, "no"
+            try:
+                yield
+            finally:
+                opt.tbstyle = style
+
+        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
         def pytest_runtest_call(self, item):
             # The harness's tests share a time allowance (a share of the real loop, at least
             # the floor), in the run and in the fresh copy: a twin of a slow test, or one that
