@@ -144,225 +144,273 @@ class _Watch:
                 emit({"k": "tamper", "what": what})
 
 
-def _start():
-    t0 = _time.monotonic()
-    cfg = _json.loads(_sys.stdin.readline())
-    null = _os.open(_os.devnull, _os.O_RDONLY)
-    _os.dup2(null, 0)
-    _os.close(null)
-    chan = _os.dup(1)
-    tag = ("\n@@evoround-" + cfg.pop("nonce") + "@@ ").encode()
-    # an interpreter run without site (commit mode): its pristine entries first, the
-    # sandbox's own after them
-    _sys.path[:0] = [p for p in cfg.pop("path_first") if p not in _sys.path]
-    _sys.path.extend(p for p in cfg.pop("path_last") if p not in _sys.path)
+# How each hook of _Guard is called (pluggy's hookimpl options). Applied once pytest is
+# imported: the class is defined before it, since pytest is importable only after the
+# settings set sys.path (an interpreter run without site, in commit mode).
+_HOOKS = {  # name: (hookwrapper, tryfirst, trylast)
+    "pytest_configure": (False, True, False),
+    "pytest_collection_modifyitems": (False, False, True),
+    "pytest_runtestloop": (True, True, False),
+    "pytest_runtest_makereport": (True, True, False),
+    "pytest_runtest_call": (True, True, False),
+    "pytest_collection_finish": (False, True, False),
+}
 
-    getpid = _os.getpid
-    me = {"pid": getpid(), "fresh": False}
 
-    def emit(rec):
-        if getpid() != me["pid"]:
+class _Channel:
+    # The records of the run, each one line behind the run's nonce on a copy of the
+    # original stdout (what the code under test prints cannot pass for one).
+
+    def __init__(self, nonce):
+        self.fd = _os.dup(1)
+        self.tag = ("\n@@evoround-" + nonce + "@@ ").encode()
+        self.pid = _os.getpid()
+        self.fresh = False
+        self.getpid = _os.getpid
+
+    def emit(self, rec):
+        if self.getpid() != self.pid:
             # A child the code under test forked without leaving it (an honest bug as well
             # as a trick) came back into pytest: its records would repeat the runner's. It
             # writes none and leaves now, before it runs other tests or writes the report.
             _os._exit(0 if rec.get("outcome") == "passed" else 1)
-        if me["fresh"]:
+        if self.fresh:
             rec["fresh"] = 1
-        data = tag + _json.dumps(rec).encode() + b"\n"
+        data = self.tag + _json.dumps(rec).encode() + b"\n"
         while data:
-            data = data[_os.write(chan, data) :]
+            data = data[_os.write(self.fd, data) :]
 
-    import pytest
 
-    order = cfg.pop("order", {})
-    # the harness's tests (controls, twins) get a share of the real test loop's time, in the
-    # run and again in the fresh copy: a twin of a slow test is stopped, never run in full
-    share = float(cfg.pop("share", 0.04))
-    floor = float(cfg.pop("floor", 0.6))
-    least = float(cfg.pop("slice", 0.05))  # what a harness test gets once the allowance is spent
-    # the copy never holds the run past its own timeout: the real run's verdict comes first
-    budget_end = t0 + float(cfg.pop("budget", 1e9)) - 3
-    watch = _Watch(pytest, cfg.pop("workdir", ""), cfg.pop("named_plugins", ()))
+class _Clock:
+    # The harness's tests (controls, twins) get a share of the real test loop's time, in the
+    # run and again in the fresh copy: a twin of a slow test is stopped, never run in full.
 
-    clock: dict = {"began": _time.monotonic(), "until": None, "armed": False}
+    def __init__(self, cfg, t0):
+        self.share = float(cfg.pop("share", 0.04))
+        self.floor = float(cfg.pop("floor", 0.6))
+        self.least = float(cfg.pop("slice", 0.05))  # once the allowance is spent
+        # the copy never holds the run past its own timeout: the real run's verdict first
+        self.budget_end = t0 + float(cfg.pop("budget", 1e9)) - 3
+        self.began = _time.monotonic()
+        self.until = None
+        self.armed = False
 
-    def allowance(loop):
-        return max(floor, share * loop)
+    def allowance(self, loop):
+        return max(self.floor, self.share * loop)
 
-    def _overdue(signum, frame):
-        if clock["armed"]:
-            clock["armed"] = False
+    def overdue(self, signum, frame):
+        if self.armed:
+            self.armed = False
             raise TimeoutError("a test of the harness ran past its time limit")
 
-    def late(item):
+    def slice(self):
+        """Seconds the next harness test may run."""
+        now = _time.monotonic()
+        if self.until is None:
+            self.until = now + self.allowance(now - self.began)
+        return max(self.least, min(self.until - now, self.budget_end - now - 1))
+
+
+class _Guard:
+    # The plugin of the run. The runner is never told which tests are the harness's
+    # controls: code in this process could read anything the runner knows.
+
+    def __init__(self, channel, clock, watch, order):
+        self.channel, self.clock, self.watch, self.order = channel, clock, watch, order
+        self.emit = channel.emit
+
+    def late(self, item):
         try:
             path, line = item.location[0], item.location[1]
-            return path in order and line >= order[path]
+            return path in self.order and line >= self.order[path]
         except Exception:
             return False
 
-    class Guard:
-        # The runner is never told which tests are the harness's controls: code in this
-        # process could read anything the runner knows.
+    def pytest_configure(self, config):
+        # -x / --maxfail only save time on failing runs; without them every test runs,
+        # so the failing control can never stop the real tests early.
+        config.option.maxfail = 0
+        self.watch.configured(config)
 
-        @pytest.hookimpl(tryfirst=True)
-        def pytest_configure(self, config):
-            # -x / --maxfail only save time on failing runs; without them every test runs,
-            # so the failing control can never stop the real tests early.
-            config.option.maxfail = 0
-            watch.configured(config)
+    def pytest_collection_modifyitems(self, items):
+        # tests defined past a file's original end (the harness's additions) run last,
+        # so nothing they do can change a real test's outcome
+        items[:] = sorted(items, key=self.late)
 
-        @pytest.hookimpl(trylast=True)
-        def pytest_collection_modifyitems(self, items):
-            # tests defined past a file's original end (the harness's additions) run last,
-            # so nothing they do can change a real test's outcome
-            items[:] = sorted(items, key=late)
-
-        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-        def pytest_runtestloop(self, session):
-            # A second opinion on the harness's own tests: a copy of this process forked
-            # before any test ran waits until every test here is done, then runs only the
-            # late ones. Code that answers by call order or history (right on a first call,
-            # wrong on a repeat) meets a twin first there, as if it were the real test.
-            picked = [i for i in session.items if late(i)]
-            clock["began"] = _time.monotonic()
-            try:
-                r, w = _os.pipe()
-                import warnings
-
-                with warnings.catch_warnings():  # (3.12+ warns when threads are alive:
-                    warnings.simplefilter("ignore")  # an 'error' filter must not stop it)
-                    pid = _os.fork()
-            except OSError as e:
-                emit({"k": "fresh", "error": str(e)[:200]})
-                yield
-                return
-            if pid == 0:
-                _os.close(w)
-                go = _os.read(r, 64)
-                if not go:  # the runner is gone: nothing to check for
-                    _os._exit(0)
-                me["pid"], me["fresh"] = getpid(), True
-                try:  # the real loop's length: the copy's harness tests get the same share
-                    clock["until"] = _time.monotonic() + allowance(float(go))
-                except ValueError:
-                    clock["until"] = _time.monotonic() + floor
-                session.items[:] = picked
-                yield
-                watch.check(emit)
-                emit({"k": "fresh_end"})
-                _os._exit(0)
-            _os.close(r)
-            began = _time.monotonic()
+    def pytest_runtestloop(self, session):
+        # A second opinion on the harness's own tests: a copy of this process forked
+        # before any test ran waits until every test here is done, then runs only the
+        # late ones. Code that answers by call order or history (right on a first call,
+        # wrong on a repeat) meets a twin first there, as if it were the real test.
+        picked = [i for i in session.items if self.late(i)]
+        self.clock.began = _time.monotonic()
+        forked = self._fork()
+        if forked is None:
             yield
-            # a copy that hangs where the real run did not (a twin waiting on state only
-            # earlier tests create) is stopped: it proves nothing either way. Each of its tests
-            # stops at its share (below); this is the backstop.
-            now = _time.monotonic()
-            loop = now - began
-            deadline = min(now + allowance(loop) + 0.5 * len(picked) + 2, budget_end)
-            stopped, status = False, -1
-            try:  # the copy may be gone already (killed, reaped): then it ended early
-                _os.write(w, ("%.3f" % loop).encode())
-                _os.close(w)
-                while True:
-                    done, status = _os.waitpid(pid, _os.WNOHANG)
-                    if done:
-                        break
-                    if _time.monotonic() > deadline:
-                        _os.kill(pid, 9)
-                        status, stopped = _os.waitpid(pid, 0)[1], True
-                        break
-                    _time.sleep(0.005)
-            except OSError:
-                status = -1
-            emit({"k": "fresh", "status": status, "late": stopped})
+            return
+        pid, r, w = forked
+        if pid == 0:
+            _os.close(w)
+            self._become_copy(r)
+            session.items[:] = picked
+            yield
+            self.watch.check(self.emit)
+            self.emit({"k": "fresh_end"})
+            _os._exit(0)
+        _os.close(r)
+        began = _time.monotonic()
+        yield
+        self._await_copy(pid, w, _time.monotonic() - began, len(picked))
 
-        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-        def pytest_runtest_makereport(self, item, call):
-            # A harness test's failure is its honest end and nobody reads its traceback:
-            # no source is read to format it (it was a tenth of a verification's time on
-            # the bundled library). Its outcome is pytest's own, as for any test.
-            opt = item.config.option
-            if call.excinfo is None or not late(item) or not hasattr(opt, "tbstyle"):
-                yield
-                return
-            style, opt.tbstyle = opt.tbstyle, "no"
-            try:
-                yield
-            finally:
-                opt.tbstyle = style
+    def _fork(self):
+        try:
+            r, w = _os.pipe()
+            import warnings
 
-        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-        def pytest_runtest_call(self, item):
-            # The harness's tests share a time allowance (a share of the real loop, at least
-            # the floor), in the run and in the fresh copy: a twin of a slow test, or one that
-            # waits for what a real test before it made (an item a real test took from a
-            # queue), fails when the allowance is spent; failing never passes it.
-            if not late(item) or not hasattr(_signal, "setitimer"):
-                yield
-                return
-            now = _time.monotonic()
-            if clock["until"] is None:
-                clock["until"] = now + allowance(now - clock["began"])
-            secs = max(least, min(clock["until"] - now, budget_end - now - 1))
+            with warnings.catch_warnings():  # (3.12+ warns when threads are alive:
+                warnings.simplefilter("ignore")  # an 'error' filter must not stop it)
+                return _os.fork(), r, w
+        except OSError as e:
+            self.emit({"k": "fresh", "error": str(e)[:200]})
+            return None
+
+    def _become_copy(self, r):
+        """In the copy: wait for the run's end (its loop's length), then be the copy."""
+        go = _os.read(r, 64)
+        if not go:  # the runner is gone: nothing to check for
+            _os._exit(0)
+        self.channel.pid, self.channel.fresh = self.channel.getpid(), True
+        clock = self.clock
+        try:  # the real loop's length: the copy's harness tests get the same share
+            clock.until = _time.monotonic() + clock.allowance(float(go))
+        except ValueError:
+            clock.until = _time.monotonic() + clock.floor
+
+    def _await_copy(self, pid, w, loop, picked):
+        # a copy that hangs where the real run did not (a twin waiting on state only
+        # earlier tests create) is stopped: it proves nothing either way. Each of its tests
+        # stops at its share (pytest_runtest_call); this is the backstop.
+        now = _time.monotonic()
+        deadline = min(now + self.clock.allowance(loop) + 0.5 * picked + 2, self.clock.budget_end)
+        stopped, status = False, -1
+        try:  # the copy may be gone already (killed, reaped): then it ended early
+            _os.write(w, ("%.3f" % loop).encode())
+            _os.close(w)
+            while True:
+                done, status = _os.waitpid(pid, _os.WNOHANG)
+                if done:
+                    break
+                if _time.monotonic() > deadline:
+                    _os.kill(pid, 9)
+                    status, stopped = _os.waitpid(pid, 0)[1], True
+                    break
+                _time.sleep(0.005)
+        except OSError:
+            status = -1
+        self.emit({"k": "fresh", "status": status, "late": stopped})
+
+    def pytest_runtest_makereport(self, item, call):
+        # A harness test's failure is its honest end and nobody reads its traceback:
+        # no source is read to format it (it was a tenth of a verification's time on
+        # the bundled library). Its outcome is pytest's own, as for any test.
+        opt = item.config.option
+        if call.excinfo is None or not self.late(item) or not hasattr(opt, "tbstyle"):
+            yield
+            return
+        style, opt.tbstyle = opt.tbstyle, "no"
+        try:
+            yield
+        finally:
+            opt.tbstyle = style
+
+    def pytest_runtest_call(self, item):
+        # The harness's tests share a time allowance (a share of the real loop, at least
+        # the floor), in the run and in the fresh copy: a twin of a slow test, or one that
+        # waits for what a real test before it made (an item a real test took from a
+        # queue), fails when the allowance is spent; failing never passes it.
+        if not self.late(item) or not hasattr(_signal, "setitimer"):
+            yield
+            return
+        clock = self.clock
+        try:
+            old = _signal.signal(_signal.SIGALRM, clock.overdue)
+            _signal.setitimer(_signal.ITIMER_REAL, clock.slice())
+            clock.armed = True
+        except Exception:
+            yield
+            return
+        try:
+            yield
+        finally:
+            clock.armed = False
             try:
-                old = _signal.signal(_signal.SIGALRM, _overdue)
-                _signal.setitimer(_signal.ITIMER_REAL, secs)
-                clock["armed"] = True
+                _signal.setitimer(_signal.ITIMER_REAL, 0)
+                _signal.signal(_signal.SIGALRM, old)
             except Exception:
-                yield
-                return
-            try:
-                yield
-            finally:
-                clock["armed"] = False
-                try:
-                    _signal.setitimer(_signal.ITIMER_REAL, 0)
-                    _signal.signal(_signal.SIGALRM, old)
-                except Exception:
-                    pass
+                pass
 
-        def pytest_deselected(self, items):
-            emit({"k": "deselected", "ids": [i.nodeid for i in items]})
+    def pytest_deselected(self, items):
+        self.emit({"k": "deselected", "ids": [i.nodeid for i in items]})
 
-        @pytest.hookimpl(tryfirst=True)
-        def pytest_collection_finish(self, session):
-            emit({"k": "collected", "ids": [i.nodeid for i in session.items]})
+    def pytest_collection_finish(self, session):
+        self.emit({"k": "collected", "ids": [i.nodeid for i in session.items]})
 
-        def pytest_collectreport(self, report):
-            if not report.passed:
-                emit(
-                    {
-                        "k": "collect",
-                        "nodeid": report.nodeid,
-                        "outcome": report.outcome,
-                        "msg": str(report.longrepr)[-500:],
-                    }
-                )
+    def pytest_collectreport(self, report):
+        if not report.passed:
+            msg = str(report.longrepr)[-500:]
+            self.emit(
+                {"k": "collect", "nodeid": report.nodeid, "outcome": report.outcome, "msg": msg}
+            )
 
-        def pytest_runtest_logreport(self, report):
-            watch.check(emit)
-            rec = {
-                "k": "test",
-                "nodeid": report.nodeid,
-                "when": report.when,
-                "outcome": report.outcome,
-                "loc": str((report.location or ("",))[0]),
-                "msg": "" if report.passed else str(report.longrepr)[-500:],
-            }
-            if type(report).__name__.lower().startswith("subtest"):
-                rec["sub"] = True  # pytest >= 9 reports each unittest subTest on its own
-            emit(rec)
+    def pytest_runtest_logreport(self, report):
+        self.watch.check(self.emit)
+        rec = {
+            "k": "test",
+            "nodeid": report.nodeid,
+            "when": report.when,
+            "outcome": report.outcome,
+            "loc": str((report.location or ("",))[0]),
+            "msg": "" if report.passed else str(report.longrepr)[-500:],
+        }
+        if type(report).__name__.lower().startswith("subtest"):
+            rec["sub"] = True  # pytest >= 9 reports each unittest subTest on its own
+        self.emit(rec)
 
+
+def _settings():
+    """The run's settings, from stdin's first line; stdin is then closed to the tests."""
+    cfg = _json.loads(_sys.stdin.readline())
+    null = _os.open(_os.devnull, _os.O_RDONLY)
+    _os.dup2(null, 0)
+    _os.close(null)
+    # an interpreter run without site (commit mode): its pristine entries first, the
+    # sandbox's own after them
+    _sys.path[:0] = [p for p in cfg.pop("path_first") if p not in _sys.path]
+    _sys.path.extend(p for p in cfg.pop("path_last") if p not in _sys.path)
+    return cfg
+
+
+def _start():
+    t0 = _time.monotonic()
+    cfg = _settings()
+    channel = _Channel(cfg.pop("nonce"))
+
+    import pytest
+
+    for name, (wrapper, first, last) in _HOOKS.items():
+        pytest.hookimpl(hookwrapper=wrapper, tryfirst=first, trylast=last)(vars(_Guard)[name])
+    order = cfg.pop("order", {})
+    clock = _Clock(cfg, t0)
+    watch = _Watch(pytest, cfg.pop("workdir", ""), cfg.pop("named_plugins", ()))
+    guard = _Guard(channel, clock, watch, order)
     try:
-        rc = int(pytest.main(cfg["args"], plugins=[Guard()]))
+        rc = int(pytest.main(cfg["args"], plugins=[guard]))
     except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else 3
     except BaseException:
         rc = 3
-    watch.check(emit)
-    emit({"k": "end", "rc": rc})
+    watch.check(channel.emit)
+    channel.emit({"k": "end", "rc": rc})
     for f in (_sys.stdout, _sys.stderr):
         try:
             f.flush()
