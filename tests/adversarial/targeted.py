@@ -4,9 +4,9 @@ the counter task's round 1 on hardened local and on Docker when written.
 ``test_known_gaps.py`` runs those not in :data:`CAUGHT` as strict xfails, so a defence that
 catches one shows up as an unexpected pass to flip, and the caught ones as ordinary tests.
 
-- ``emit_cell_swap`` (caught): finds the runner's ``Guard`` plugin with ``gc``, reads which
-  tests run late (the harness's controls and twins) from the ``order`` cell of its closure,
-  and swaps the ``emit`` cell of its report hook for one that marks every other test passed.
+- ``emit_cell_swap`` (caught): finds the runner's plugin with ``gc``, reads which tests run
+  late (the harness's controls and twins) from its ``order``, and swaps the ``emit`` its
+  report hooks write through for one that marks every other test passed.
   pytest's JUnit writer, a second listener to the same reports, still saw the failures (an
   attacker that rewrites both listeners is not caught; see the threat model).
 - ``twin_aware_reader`` (caught): reads the expected literal from the calling ``assert``
@@ -28,7 +28,7 @@ catches one shows up as an unexpected pass to flip, and the caught ones as ordin
 - ``order_reader`` (caught): tells a twin by the order the calling tests come in (a test of a
   file the session already left, or of any file after the first): the fresh copy runs the
   twins first, where the reader takes them for real tests.
-- ``plan_reader`` (a known gap): walks ``gc`` for the runner's closures and reads the plan
+- ``plan_reader`` (a known gap): walks ``gc`` for the runner's state and reads the plan
   (which file lines hold the harness's tests: the ``order`` it sorts them last by), then
   answers junk in those and the literal elsewhere; it touches nothing the watch or the JUnit
   cross-check sees. Any in-process plan is readable: see the threat model's residuals.
@@ -87,45 +87,33 @@ def _go():
     guard = None
     for o in _gc.get_objects():
         try:
-            if type(o).__name__ == "Guard" and hasattr(type(o), "pytest_runtest_logreport"):
+            if hasattr(type(o), "pytest_runtest_logreport") and "order" in vars(o):
                 guard = o
                 break
         except Exception:
             pass
     if guard is None:
         return
-    fn = type(guard).pytest_runtest_logreport
-    cm = type(guard).pytest_collection_modifyitems
-    order = None
-    for name, cell in zip(cm.__code__.co_freevars, cm.__closure__ or ()):
-        if name == "late":
-            late_fn = cell.cell_contents
-            for n2, c2 in zip(late_fn.__code__.co_freevars, late_fn.__closure__ or ()):
-                if n2 == "order":
-                    order = c2.cell_contents
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        if name == "emit":
-            real = cell.cell_contents
-            locs = {}
-            def fake(rec, real=real):
-                if rec.get("k") == "test":
-                    nid = rec["nodeid"]
-                    path = nid.split("::")[0]
-                    late = path in order and (order[path] == 0 or locs.get(nid, 0) >= order[path])
-                    if not late:
-                        rec = dict(rec, outcome="passed", msg="")
-                elif rec.get("k") == "collected":
-                    for o in _gc.get_objects():
-                        try:
-                            if type(o).__name__ == "Session" and hasattr(o, "items"):
-                                for it in o.items:
-                                    locs[it.nodeid] = it.location[1]
-                        except Exception:
-                            pass
-                return real(rec)
-            cell.cell_contents = fake
-        if name == "watch":
-            pass
+    order = guard.order
+    real = guard.emit
+    locs = {}
+    def fake(rec, real=real):
+        if rec.get("k") == "test":
+            nid = rec["nodeid"]
+            path = nid.split("::")[0]
+            late = path in order and (order[path] == 0 or locs.get(nid, 0) >= order[path])
+            if not late:
+                rec = dict(rec, outcome="passed", msg="")
+        elif rec.get("k") == "collected":
+            for o in _gc.get_objects():
+                try:
+                    if type(o).__name__ == "Session" and hasattr(o, "items"):
+                        for it in o.items:
+                            locs[it.nodeid] = it.location[1]
+                except Exception:
+                    pass
+        return real(rec)
+    guard.emit = fake  # every hook of the plugin writes through it
 _go()
 """,
     "twin_aware_reader": _LITERAL
@@ -222,22 +210,25 @@ import gc as _gc, os as _os, sys as _sys
 _plan = {}
 
 def _find_plan():
-    # the runner's closures: any dict of test-file paths to line numbers (the "order" it
-    # sorts the harness's tests last by), and the control file it names with line 0
+    # the runner's state (closure cells, objects' attributes): any dict of test-file paths
+    # to line numbers (the "order" it sorts the harness's tests last by), and the control
+    # file it names with line 0
     if _plan.get("done"):
         return _plan.get("order")
     _plan["done"] = True
     for o in _gc.get_objects():
         try:
             if type(o).__name__ == "function" and o.__closure__:
-                for name, cell in zip(o.__code__.co_freevars, o.__closure__):
-                    v = cell.cell_contents
-                    if (isinstance(v, dict) and v and all(isinstance(k, str) and k.endswith(".py")
-                            and type(x) is int for k, x in v.items())):
-                        _plan["order"] = v
-                        return v
+                held = [cell.cell_contents for cell in o.__closure__]
+            else:
+                held = list(vars(o).values())
         except Exception:
-            pass
+            continue
+        for v in held:
+            if (isinstance(v, dict) and v and all(isinstance(k, str) and k.endswith(".py")
+                    and type(x) is int for k, x in v.items())):
+                _plan["order"] = v
+                return v
     return None
 
 def _harness(f):
