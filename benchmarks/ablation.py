@@ -145,8 +145,8 @@ def _off_twins(mp: pytest.MonkeyPatch) -> None:
 
 
 def _off_fresh(mp: pytest.MonkeyPatch) -> None:
-    picked = "            picked = [i for i in session.items if late(i)]\n"
-    _runner(mp, (picked, picked + "            yield\n            return\n"))
+    picked = "        picked = [i for i in session.items if self.late(i)]\n"
+    _runner(mp, (picked, picked + "        yield\n        return\n"))
     mp.setattr(P, "_fresh_evidence", lambda *a, **k: [])
     mp.setattr(P, "_failed_fresh", lambda *a, **k: False)
 
@@ -250,7 +250,7 @@ MECHANISMS = [
     Mechanism(
         "fresh-copy",
         "pytest",
-        "RUNNER Guard.pytest_runtestloop fork; _pytest._fresh_evidence, _failed_fresh",
+        "RUNNER _Guard.pytest_runtestloop fork; _pytest._fresh_evidence, _failed_fresh",
         _off_fresh,
     ),
     Mechanism(
