@@ -53,17 +53,19 @@ def _evoround_version() -> str:
         return "unknown"
 
 
-def probe_node(
-    job_dir: str, token_file: str, token: str, tasks: list[str], store: str
-) -> dict[str, Any]:
-    """On a worker node: what it sees of the job (plain data, so any version can answer)."""
+def probe_node(job_file: str, store_file: str, token: str, tasks: list[str]) -> dict[str, Any]:
+    """On a worker node: what it sees of the job (plain data, so any version can answer).
+    ``job_file`` and ``store_file``: the token files of :class:`Tokens` (full paths)."""
     seen: dict[str, Any] = {"host": socket.gethostname(), "version": _evoround_version()}
     try:
-        seen["job_dir"] = (Path(job_dir) / token_file).read_text() == token
+        seen["job_dir"] = Path(job_file).read_text() == token
     except OSError:
         seen["job_dir"] = False
     seen["missing_tasks"] = [t for t in tasks if not Path(t).is_dir()]
-    seen["store"] = (Path(store) / token_file).is_file()
+    try:
+        seen["store"] = Path(store_file).read_text() == token
+    except OSError:
+        seen["store"] = False
     seen["package"] = str(Path(__file__).resolve().parents[1])
     return seen
 
@@ -77,14 +79,21 @@ class Tokens:
     name: str = field(default_factory=lambda: f"probe-{secrets.token_hex(8)}")
     value: str = field(default_factory=lambda: secrets.token_hex(16))
 
+    @property
+    def job_file(self) -> Path:
+        return self.job_dir / WORKERS_DIR / self.name
+
+    @property
+    def store_file(self) -> Path:
+        return self.store / self.name
+
     def write(self) -> None:
-        for folder in (self.job_dir / WORKERS_DIR, self.store):
-            folder.mkdir(parents=True, exist_ok=True)
-        (self.job_dir / WORKERS_DIR / self.name).write_text(self.value)
-        (self.store / self.name).write_text(self.value)
+        for path in (self.job_file, self.store_file):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.value)
 
     def remove(self) -> None:
-        for path in (self.job_dir / WORKERS_DIR / self.name, self.store / self.name):
+        for path in (self.job_file, self.store_file):
             path.unlink(missing_ok=True)
 
 

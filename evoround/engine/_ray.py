@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from evoround.engine._cluster import (
     PROBE_TIMEOUT_S,
-    WORKERS_DIR,
     ClusterError,
     HeadWatch,
     NodeWatch,
@@ -238,11 +237,10 @@ class RayRunner:
                 node_name(n): remote.options(
                     scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
                 ).remote(
-                    str(self.job_dir),
-                    f"{WORKERS_DIR}/{tokens.name}",
+                    str(tokens.job_file),
+                    str(tokens.store_file),
                     tokens.value,
                     [str(Path(t).resolve()) for t in tasks],
-                    str(self.store_root),
                 )
                 for n in nodes
             }

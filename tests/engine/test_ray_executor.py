@@ -212,3 +212,25 @@ def test_the_node_watch_reads_the_heads_table_at_most_every_few_seconds() -> Non
     assert watch.dead("b") and not watch.dead("a")
     time.sleep(0.25)
     assert watch.dead("b") and len(asked) == 3  # unreadable: the last answer stands
+
+
+def test_the_probe_sees_a_shared_store_and_a_store_of_its_own(tmp_path: Path) -> None:
+    """What a node answers the driver's probe (run here, without Ray): the token the driver
+    wrote in the job folder and in the snapshot store is found where the driver wrote it.
+    (It once looked for the store's token under the job's sub-folder name, so every
+    cluster warned that its store was not shared.) A store the node does not share, or a
+    token that differs, is said."""
+    from evoround.engine._cluster import Tokens, probe_node
+
+    tokens = Tokens(tmp_path / "job", tmp_path / "store")
+    tokens.write()
+    seen = probe_node(str(tokens.job_file), str(tokens.store_file), tokens.value, [str(COUNTER)])
+    assert seen["job_dir"] is True and seen["store"] is True and seen["missing_tasks"] == []
+    other = Tokens(tmp_path / "job", tmp_path / "elsewhere")
+    seen = probe_node(str(tokens.job_file), str(other.store_file), tokens.value, [])
+    assert seen["job_dir"] is True and seen["store"] is False
+    tokens.store_file.write_text("not the token")
+    seen = probe_node(str(tokens.job_file), str(tokens.store_file), tokens.value, [])
+    assert seen["store"] is False
+    tokens.remove()
+    assert not tokens.job_file.exists() and not tokens.store_file.exists()
