@@ -58,6 +58,10 @@ if TYPE_CHECKING:
 _DONE = object()
 _NODE = "node:"
 """The first item a unit yields: ``node:<id>`` of the Ray node it runs on (NodeWatch)."""
+_END = "end:"
+"""The last item of a unit that ran to its end. The driver stops reading there, not at the
+stream's end: after a network cut the node came back from, its items came through but the
+stream's end never did, and the driver waited on a finished unit for minutes."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ def _remote_unit(scaffold: Scaffold, call: UnitCall) -> Iterator[str]:
         yield _NODE + ray.get_runtime_context().get_node_id()
         yield from _unit_rounds(scaffold, call)
         log.info("%s: done", call.label)
+        yield _END
     except Exception:
         log.exception("%s: failed", call.label)
         raise
@@ -313,6 +318,8 @@ class RayRunner:
                     raise cause from None
                 except ray.exceptions.RayError as e:  # worker/node died, object lost
                     raise SandboxUnavailable(f"ray: {type(e).__name__}: {e}") from e
+                if payload == _END:
+                    return  # the unit is done: nothing more will come
                 if payload.startswith(_NODE):
                     node.append(payload.removeprefix(_NODE))
                 else:
