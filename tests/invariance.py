@@ -138,3 +138,13 @@ def run_twice(
         assert res.returncode == 0, res.stderr[-3000:]
         jobs.append(out / name)
     return differences(figures(jobs[0], env=env), figures(jobs[1], env=env))
+
+
+def verdicts(job: Path, task: str) -> dict[str, set[str]]:
+    """Check id -> the verdicts it got in the job's rounds of ``task``."""
+    out: dict[str, set[str]] = {}
+    for line in (job / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        for check in rec["checks"] if rec["task"] == task else []:
+            out.setdefault(check["id"], set()).add(check["result"])
+    return out

@@ -10,10 +10,14 @@ sandboxes are Docker containers started through the host engine's socket, siblin
 nodes. The driver (`evoround run --executor ray`) runs on the head, which has no CPUs for
 units, so every round runs on a worker.
 
-The job: the bundled ``pricing`` task (process checks of several kinds) under the bundled
-``scripted:regressor`` agent, rounds 1-3, two attempts, MT and SR. Its figures, every one of
-``report --json`` but those that name the configuration (tests/invariance.py), must equal
-the same job run on this host in the local sandbox: with all nodes up, with a worker
+The job: the bundled ``pricing`` task (process checks of several kinds) and ``checkkinds``
+(tests/fixtures/invariance: one check of every rule kind of the checklist registry) under
+the invariance check's agent (``scripted:regressor`` plus steps that leave evidence for every
+rule; tests/engine/test_invariance.py), rounds 1-3, two attempts, MT and SR. Its two judge
+checks end ``error`` (no judge model configured), on one machine as on the cluster: the
+replay server listens on this host's loopback, which the nodes do not reach. Its figures,
+every one of ``report --json`` but those that name the configuration (tests/invariance.py),
+must equal the same job run on this host in the local sandbox: with all nodes up, with a worker
 killed mid-job, with a worker cut off the network for 30 s, and with the head killed
 mid-job (the driver, on a worker, stops with the resume command; the cluster restarted,
 that command finishes the job). Afterwards no sandbox container of the job is left on the
@@ -41,8 +45,8 @@ import pytest
 
 from evoround.tasks import library_path
 from tests.engine.test_resume_kill import n_records
-from tests.helpers import evoround_cli
-from tests.invariance import differences, figures, figures_only
+from tests.helpers import FIXTURES, evoround_cli
+from tests.invariance import differences, figures, figures_only, verdicts
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -50,7 +54,11 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = Path(sys.executable).resolve()
 PREFIXES = sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()})
 """The interpreter's tree and its packages (a virtualenv's and its base interpreter's)."""
-JOB = ("--agent", "scripted:regressor", "--rounds", "1-3", "--mode", "both", "-k", "2")
+TASKS = (str(library_path() / "pricing"), str(FIXTURES / "invariance" / "checkkinds"))
+JOB = (
+    *TASKS, "--agent", "scripted", "--script", str(FIXTURES / "invariance" / "regressor.yaml"),
+    "--rounds", "1-3", "--mode", "both", "-k", "2",
+)  # fmt: skip
 
 
 @dataclass
@@ -149,7 +157,7 @@ def _driver(cluster: Cluster, job: str, node: str | None = None) -> subprocess.P
     return subprocess.Popen(
         ["docker", "exec", "-e", "EVOROUND_RAY_HEAD_TIMEOUT=5", node or cluster.head,
          str(PYTHON), "-m", "evoround.cli", "run",
-         str(library_path() / "pricing"), *JOB, "-j", "4", "--sandbox", "docker",
+         *JOB, "-j", "4", "--sandbox", "docker",
          "--executor", "ray", "--ray-address", cluster.address,
          "--out", str(cluster.shared / "runs"), "--job", job, "--progress", "plain"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -173,7 +181,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     root = tmp_path_factory.mktemp("cluster-baseline")
     env = {"EVOROUND_HOME": str(root / "home")}
     res = evoround_cli(
-        "run", str(library_path() / "pricing"), *JOB, "--out", str(root / "runs"),
+        "run", *JOB, "--out", str(root / "runs"),
         "--job", "base", env=env,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
@@ -210,6 +218,12 @@ def test_three_node_cluster_with_docker_sandboxes_gives_the_figures_of_one_machi
     assert "is not shared with Ray node" not in out  # one folder, shared by every node
     records = _check(cluster, job, baseline, docker_client)
     assert {r["host"] for r in records} == set(cluster.workers)  # both workers ran rounds
+    # every rule kind was scored on the workers (a verdict, not an error); the judge's
+    # checks alone end `error`, as on one machine
+    got = verdicts(cluster.shared / "runs" / job, "checkkinds")
+    unscored = {k for k, v in got.items() if "error" in v}
+    assert unscored == {"judge-explains", "judge-usage"}, got
+    assert {"pass", "fail"} <= {v for vs in got.values() for v in vs}
 
 
 def test_a_worker_killed_mid_job_changes_no_figure(

@@ -47,7 +47,7 @@ from evoround.tasks import library_path
 from evoround.verifiers.checklist import RULES
 from tests.engine.test_resume_kill import cli, n_records, run_and_kill
 from tests.helpers import FIXTURES, evoround_cli
-from tests.invariance import differences, figures, figures_only
+from tests.invariance import differences, figures, figures_only, verdicts
 
 pytestmark = pytest.mark.slow
 
@@ -111,16 +111,6 @@ def _env(root: Path) -> dict[str, str]:
     return {"EVOROUND_HOME": str(root / "home"), "OPENAI_API_KEY": "replay"}
 
 
-def _verdicts(job: Path, task: str) -> dict[str, set[str]]:
-    """Check id -> the verdicts it got in the job's rounds of ``task``."""
-    out: dict[str, set[str]] = {}
-    for line in (job / "results.jsonl").read_text().splitlines():
-        rec = json.loads(line)
-        for check in rec["checks"] if rec["task"] == task else []:
-            out.setdefault(check["id"], set()).add(check["result"])
-    return out
-
-
 def _baseline(suite: Suite, job: str, tasks: set[str]) -> tuple[Suite, Any]:
     root, _ = suite
     path = _run(suite, job, "-j", "1")
@@ -153,13 +143,13 @@ def _assert_the_set_ran(job: Path, tasks: set[str]) -> None:
     assert {r["task"] for r in records} == tasks
     task = json.loads((job / "job.json").read_text())["tasks"]["checkkinds"]
     assert task["n_rounds"] == 2
-    verdicts = _verdicts(job, "checkkinds")
-    assert all("error" not in v for v in verdicts.values()), verdicts
-    assert verdicts["judge-explains"] == {"pass"} and verdicts["judge-usage"] == {"fail"}
+    got = verdicts(job, "checkkinds")
+    assert all("error" not in v for v in got.values()), got
+    assert got["judge-explains"] == {"pass"} and got["judge-usage"] == {"fail"}
     spec = tomllib.loads((CHECKKINDS / "task.toml").read_text())
     checks = spec["checks"] + [c for r in spec["rounds"] for c in r.get("checks", [])]
     assert {c["rule"] for c in checks if c["kind"] == "rule"} == set(RULES)  # every rule kind
-    scored = {v for vs in verdicts.values() for v in vs}
+    scored = {v for vs in got.values() for v in vs}
     assert {"pass", "fail"} <= scored
 
 
