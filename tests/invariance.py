@@ -27,6 +27,14 @@ from typing import Any
 
 from tests.helpers import evoround_cli
 
+JUDGE = {
+    "answers": [
+        {"match": "Check judge-usage", "content": '{"result": "fail", "reason": "no call shown"}'}
+    ],
+    "default": '{"result": "pass", "reason": "says what changed"}',
+}
+"""The replay server's judge for ``checkkinds`` (tests/fixtures/invariance): the round-2
+check fails, the task-wide one passes."""
 IGNORED_KEYS = frozenset(
     {
         "path",  # where the job folder or a task folder lies

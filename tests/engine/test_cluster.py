@@ -14,8 +14,8 @@ The job: the bundled ``pricing`` task (process checks of several kinds) and ``ch
 (tests/fixtures/invariance: one check of every rule kind of the checklist registry) under
 the invariance check's agent (``scripted:regressor`` plus steps that leave evidence for every
 rule; tests/engine/test_invariance.py), rounds 1-3, two attempts, MT and SR. Its two judge
-checks end ``error`` (no judge model configured), on one machine as on the cluster: the
-replay server listens on this host's loopback, which the nodes do not reach. Its figures,
+checks are answered by the replay server through litellm over HTTP, from the workers (the
+server listens on this host, which they reach through their network's gateway). Its figures,
 every one of ``report --json`` but those that name the configuration (tests/invariance.py),
 must equal the same job run on this host in the local sandbox: with all nodes up, with a worker
 killed mid-job, with a worker cut off the network for 30 s, and with the head killed
@@ -43,10 +43,11 @@ from typing import Any
 
 import pytest
 
+from evoround.scaffolds import serve
 from evoround.tasks import library_path
 from tests.engine.test_resume_kill import n_records
 from tests.helpers import FIXTURES, evoround_cli
-from tests.invariance import differences, figures, figures_only, verdicts
+from tests.invariance import JUDGE, differences, figures, figures_only, verdicts
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -67,6 +68,8 @@ class Cluster:
     head: str
     workers: list[str]
     shared: Path
+    judge: str = ""
+    """The replay judge's URL as the nodes reach it (this host, on the network's gateway)."""
 
     @property
     def address(self) -> str:
@@ -128,13 +131,27 @@ def _start(c: Cluster) -> None:
     _wait_for_nodes(c, 3)
 
 
+@pytest.fixture(scope="module")
+def judge() -> Iterator[Any]:
+    """The replay server judging ``checkkinds``, on every address of this host: the nodes
+    reach it through their network's gateway, the baseline on loopback."""
+    with serve(JUDGE, host="0.0.0.0") as server:
+        yield server
+
+
+def _judge_args(url: str) -> list[str]:
+    return ["--judge-model", "openai/replay-judge", "--judge-api-base", url]
+
+
 @pytest.fixture
-def cluster(tmp_path: Path, docker_client: Any) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, docker_client: Any, judge: Any) -> Iterator[Cluster]:
     tag = uuid.uuid4().hex[:8]
     shared = Path("/tmp") / f"evoround-cluster-{tag}"  # short and the same on every node
     (shared / "home").mkdir(parents=True)
     c = Cluster(f"evoround-cluster-{tag}", f"head-{tag}", [f"w1-{tag}", f"w2-{tag}"], shared)
     _docker("network", "create", c.network)
+    gateway = _docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", c.network)
+    c.judge = f"http://{gateway}:{judge.port}/v1"
     try:
         _start(c)
         yield c
@@ -157,7 +174,7 @@ def _driver(cluster: Cluster, job: str, node: str | None = None) -> subprocess.P
     return subprocess.Popen(
         ["docker", "exec", "-e", "EVOROUND_RAY_HEAD_TIMEOUT=5", node or cluster.head,
          str(PYTHON), "-m", "evoround.cli", "run",
-         *JOB, "-j", "4", "--sandbox", "docker",
+         *JOB, *_judge_args(cluster.judge), "-j", "4", "--sandbox", "docker",
          "--executor", "ray", "--ray-address", cluster.address,
          "--out", str(cluster.shared / "runs"), "--job", job, "--progress", "plain"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -176,12 +193,12 @@ def _finish(proc: subprocess.Popen[str], timeout: float = 600, code: int = 0) ->
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def baseline(tmp_path_factory: pytest.TempPathFactory, judge: Any) -> Any:
     """The same job on this host, local sandbox, one worker."""
     root = tmp_path_factory.mktemp("cluster-baseline")
     env = {"EVOROUND_HOME": str(root / "home")}
     res = evoround_cli(
-        "run", *JOB, "--out", str(root / "runs"),
+        "run", *JOB, *_judge_args(judge.url), "--out", str(root / "runs"),
         "--job", "base", env=env,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
@@ -218,12 +235,10 @@ def test_three_node_cluster_with_docker_sandboxes_gives_the_figures_of_one_machi
     assert "is not shared with Ray node" not in out  # one folder, shared by every node
     records = _check(cluster, job, baseline, docker_client)
     assert {r["host"] for r in records} == set(cluster.workers)  # both workers ran rounds
-    # every rule kind was scored on the workers (a verdict, not an error); the judge's
-    # checks alone end `error`, as on one machine
+    # every rule kind and the judge were scored on the workers (a verdict, not an error)
     got = verdicts(cluster.shared / "runs" / job, "checkkinds")
-    unscored = {k for k, v in got.items() if "error" in v}
-    assert unscored == {"judge-explains", "judge-usage"}, got
-    assert {"pass", "fail"} <= {v for vs in got.values() for v in vs}
+    assert all("error" not in v for v in got.values()), got
+    assert got["judge-explains"] == {"pass"} and got["judge-usage"] == {"fail"}, got
 
 
 def test_a_worker_killed_mid_job_changes_no_figure(

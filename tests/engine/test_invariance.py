@@ -47,7 +47,7 @@ from evoround.tasks import library_path
 from evoround.verifiers.checklist import RULES
 from tests.engine.test_resume_kill import cli, n_records, run_and_kill
 from tests.helpers import FIXTURES, evoround_cli
-from tests.invariance import differences, figures, figures_only, verdicts
+from tests.invariance import JUDGE, differences, figures, figures_only, verdicts
 
 pytestmark = pytest.mark.slow
 
@@ -55,13 +55,6 @@ CHECKKINDS = FIXTURES / "invariance" / "checkkinds"
 AGENT = FIXTURES / "invariance" / "regressor.yaml"
 GREET = FIXTURES / "harbor" / "multi-step-greet"
 GREET_NAME = "evoround-greet-multi-step"
-JUDGE = {
-    "answers": [
-        {"match": "Check judge-usage", "content": '{"result": "fail", "reason": "no call shown"}'}
-    ],
-    "default": '{"result": "pass", "reason": "says what changed"}',
-}
-"""The replay server's judge: the round-2 check fails, the task-wide one passes."""
 J2 = ("-j", "2")
 """The legs after the baseline run two attempts at once (the -j 2 leg shows that this
 changes no figure): the set is 16 rounds, and most of a leg is waiting on a sandbox."""
