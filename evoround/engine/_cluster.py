@@ -57,17 +57,19 @@ def probe_node(job_file: str, store_file: str, token: str, tasks: list[str]) -> 
     """On a worker node: what it sees of the job (plain data, so any version can answer).
     ``job_file`` and ``store_file``: the token files of :class:`Tokens` (full paths)."""
     seen: dict[str, Any] = {"host": socket.gethostname(), "version": _evoround_version()}
-    try:
-        seen["job_dir"] = Path(job_file).read_text() == token
-    except OSError:
-        seen["job_dir"] = False
+    seen["job_dir"] = _holds(job_file, token)
     seen["missing_tasks"] = [t for t in tasks if not Path(t).is_dir()]
-    try:
-        seen["store"] = Path(store_file).read_text() == token
-    except OSError:
-        seen["store"] = False
+    seen["store"] = _holds(store_file, token)
     seen["package"] = str(Path(__file__).resolve().parents[1])
     return seen
+
+
+def _holds(path: str, token: str) -> bool:
+    """Whether the file at ``path`` can be read here and holds exactly ``token``."""
+    try:
+        return Path(path).read_text() == token
+    except OSError:
+        return False
 
 
 @dataclass

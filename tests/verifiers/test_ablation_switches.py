@@ -1,7 +1,8 @@
 """The ablation benchmark (``benchmarks/ablation.py``, the threat model's table) switches
 each mechanism off by editing the runner's source or replacing host-side functions. A
-refactor of either must not leave a switch that edits nothing: every switch applies, and
-the runner's source it leaves is still a valid program that differs from the real one."""
+refactor of either must not leave a switch that edits nothing: every switch applies (an
+edit whose text is gone raises), and a switch that edits the runner leaves a program that
+still parses."""
 
 from __future__ import annotations
 
