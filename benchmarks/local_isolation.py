@@ -14,9 +14,10 @@ that runs one command, a verification, never starts a server), outside the timed
 and reported on its own.
 The load average is printed before and after: on a shared machine it decides the figures.
 
-With a timeout (as the engine runs agent commands), ``Popen.wait`` polls the command with
-a backoff that grows to 50 ms steps, so times are rounded up to the next poll (about 64,
-114, 164 ms); ``--no-timeout`` waits blocking and shows the unrounded differences.
+With a timeout (as the engine runs agent commands) the per-command paths wait on a pidfd
+(``local._sandbox.wait_exit``); before, ``Popen.wait`` polled with a backoff that grew to
+50 ms steps, so a command's time was rounded up to the next poll (about 64, 114, 164 ms).
+``--no-timeout`` waits without a timeout, for comparison.
 
     python benchmarks/local_isolation.py --commands 40 [--no-timeout]
 """
