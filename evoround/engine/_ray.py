@@ -27,6 +27,7 @@ import contextlib
 import logging
 import os
 import queue
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from evoround.engine._cluster import (
     PROBE_TIMEOUT_S,
+    WORKERS_DIR,
     ClusterError,
     HeadWatch,
     NodeWatch,
@@ -56,12 +58,39 @@ if TYPE_CHECKING:
     from evoround.engine._units import Unit
 
 _DONE = object()
+_STALLED = object()
+"""What :meth:`RayRunner._refs` yields when a finished unit's stream stalled."""
 _NODE = "node:"
 """The first item a unit yields: ``node:<id>`` of the Ray node it runs on (NodeWatch)."""
 _END = "end:"
 """The last item of a unit that ran to its end. The driver stops reading there, not at the
 stream's end: after a network cut the node came back from, its items came through but the
 stream's end never did, and the driver waited on a finished unit for minutes."""
+STALL_GRACE_S = 10.0
+"""How long the driver waits for the stream once the unit's done file is there (see
+:func:`done_file`) before it takes the unit's rounds from that file instead."""
+
+
+def done_file(job_dir: Path, key: str) -> Path:
+    """Where a worker leaves every round a unit yielded, once the unit has run to its end:
+    ``<job>/.workers/done/<key>.jsonl``. The stream is the unit's channel; this file is the
+    driver's way out when the stream stalls (an item lost in a network cut stops Ray's
+    ordered stream at that item for good), so a finished unit is never waited on forever."""
+    return job_dir / WORKERS_DIR / "done" / f"{key}.jsonl"
+
+
+def _leave_done(path: Path, rounds: list[str]) -> None:
+    """Written whole or not at all (a temporary file renamed into place); a folder the
+    worker cannot write only loses the way out, never the unit."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("".join(f"{r}\n" for r in rounds))
+        os.replace(tmp, path)
+    except OSError as e:
+        logging.getLogger(__name__).warning("could not leave %s: %s", path, e)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 @dataclass(frozen=True)
@@ -80,6 +109,8 @@ class UnitCall:
     store_root: str
     judge: JudgeConfig | None
     keep_snapshots: bool
+    key: str = ""
+    """This submission's name for its done file (a fresh token each time it is sent)."""
 
     @property
     def label(self) -> str:
@@ -102,7 +133,12 @@ def _remote_unit(scaffold: Scaffold, call: UnitCall) -> Iterator[str]:
         import ray
 
         yield _NODE + ray.get_runtime_context().get_node_id()
-        yield from _unit_rounds(scaffold, call)
+        rounds: list[str] = []
+        for item in _unit_rounds(scaffold, call):
+            rounds.append(item)
+            yield item
+        if call.key:
+            _leave_done(done_file(Path(call.job_dir), call.key), rounds)
         log.info("%s: done", call.label)
         yield _END
     except Exception:
@@ -304,13 +340,20 @@ class RayRunner:
             store_root=str(self.store_root),
             judge=self.judge,
             keep_snapshots=self.keep_snapshots,
+            key=secrets.token_hex(12),
         )
+        done = done_file(self.job_dir, call.key)
         gen = self._remote.remote(self.scaffold, call)
         with self._lock:
             self._running.add(gen)
         node: list[str] = []  # where the unit runs, once it said so
         try:
-            for ref in self._refs(gen, node):
+            for ref in self._refs(gen, node, done):
+                if ref is _STALLED:
+                    self._rescue(call, done, record)
+                    with contextlib.suppress(Exception):  # it ended: nothing may be left
+                        ray.cancel(gen, force=True)
+                    return
                 try:
                     payload = ray.get(ref)
                 except ray.exceptions.RayTaskError as e:
@@ -330,16 +373,21 @@ class RayRunner:
         finally:
             with self._lock:
                 self._running.discard(gen)
+            with contextlib.suppress(OSError):
+                done.unlink(missing_ok=True)
 
-    def _refs(self, gen: Any, node: list[str]) -> Iterator[Any]:
+    def _refs(self, gen: Any, node: list[str], done: Path) -> Iterator[Any]:
         """The unit's stream, item by item; :class:`SandboxUnavailable` once the head has
         marked the node it runs on (``node``, once known) dead, not when Ray's stream says
-        so, which can be minutes later (:class:`NodeWatch`). ``_next_sync`` is Ray's own
-        wait for the next item with a timeout (a nil ref when none came)."""
+        so, which can be minutes later (:class:`NodeWatch`); :data:`_STALLED` when the
+        unit's ``done`` file has been there :data:`STALL_GRACE_S` and the stream still
+        gives nothing. ``_next_sync`` is Ray's own wait for the next item with a timeout
+        (a nil ref when none came)."""
         next_sync = getattr(gen, "_next_sync", None)
         if next_sync is None:  # another Ray: its plain stream
             yield from gen
             return
+        ended: float | None = None  # when the done file was first seen
         while True:
             try:
                 ref = next_sync(timeout_s=1.0)
@@ -348,10 +396,43 @@ class RayRunner:
             if not ref.is_nil():
                 yield ref
             elif node and self.lost() is None and self._nodes.dead(node[0]):
+                if done.exists():  # it ended before its node was lost: its rounds are there
+                    yield _STALLED
+                    return
                 raise SandboxUnavailable(
                     f"ray: the node {node[0][:12]} running the unit was marked dead "
                     "(killed or cut off)"
                 )
+            elif ended is None:
+                ended = time.monotonic() if done.exists() else None
+            elif time.monotonic() - ended > STALL_GRACE_S:
+                yield _STALLED
+                return
+
+    @staticmethod
+    def _rescue(call: UnitCall, done: Path, record: Callable[[RoundResult], None]) -> None:
+        """The unit ended but its stream stalled: every round it yielded, from its done
+        file (the executor's writer drops a round already recorded from the stream)."""
+        try:
+            rounds = [
+                RoundResult.model_validate_json(line)
+                for line in done.read_text().splitlines()
+                if line.strip()
+            ]
+        except (OSError, ValueError) as e:  # pydantic's ValidationError is a ValueError
+            raise SandboxUnavailable(
+                f"ray: the stream of {call.label} stalled and its done file {done} "
+                f"cannot be read: {e}"
+            ) from e
+        logging.getLogger(__name__).warning(
+            "%s: the unit ended but Ray's stream stalled for %.0f s: its %d round(s) taken from %s",
+            call.label,
+            STALL_GRACE_S,
+            len(rounds),
+            done,
+        )
+        for r in rounds:
+            record(r)
 
     def close(self) -> None:
         """Cancel what still runs (abort path) and disconnect from the cluster; with the

@@ -112,6 +112,10 @@ def test_ray_matches_local(tmp_path: Path, ray_head: str) -> None:
     assert len(logs) >= 2, logs
     assert str(os.getpid()) not in {w.rsplit("-", 1)[1] for w in logs}
     assert all(": started (" in text for text in logs.values()), logs
+    # each unit left its done file (the folder is made only for them) and the driver, once
+    # the unit's end item came, removed it
+    done = on_ray / ".workers" / "done"
+    assert done.is_dir() and not list(done.iterdir())
     assert {r.host for r in load_job(on_ray).records} == {socket.gethostname()}
     # workers harden the local sandbox as the local runner does, and say how
     assert load_job(on_ray).isolation() == load_job(local).isolation() is not None
@@ -234,3 +238,70 @@ def test_the_probe_sees_a_shared_store_and_a_store_of_its_own(tmp_path: Path) ->
     assert seen["store"] is False
     tokens.remove()
     assert not tokens.job_file.exists() and not tokens.store_file.exists()
+
+
+def _round(i: int) -> str:
+    from evoround.results import RoundResult, RoundStatus
+
+    return RoundResult(
+        job="job", task="counter", task_digest="d", n_rounds=4, mode=Mode.mt, attempt=1,
+        round=i, agent="scripted", sandbox="local", passed=True, status=RoundStatus.passed,
+        started_at="2026-11-27T00:00:00+00:00",
+    ).model_dump_json()  # fmt: skip
+
+
+@pytest.mark.parametrize("left", ["whole", "torn"])
+def test_a_stream_that_stalls_after_its_unit_ended_is_read_from_the_done_file(
+    tmp_path: Path, ray_head: str, monkeypatch: pytest.MonkeyPatch, left: str
+) -> None:
+    """Ray's stream stops for good at an item lost in a network cut, though the unit ended
+    (not seen, but the same family as the lost stream end of the 30 s cut). The worker
+    leaves every round it yielded in ``.workers/done/<key>.jsonl`` before its last item;
+    a driver whose stream gives nothing for STALL_GRACE_S after that file appeared takes
+    the unit's rounds from it (the executor drops those already recorded) and returns,
+    instead of waiting forever. A file it cannot read is an infra failure (retried), never
+    a hang. Real Ray streaming; only the worker's function is this test's: it yields its
+    first round, leaves the done file, then stalls as a stream with a lost item does."""
+    import evoround.engine._ray as R
+    from evoround.engine._units import Unit
+    from evoround.results import RoundResult
+    from evoround.sandboxes import SandboxUnavailable
+    from evoround.scaffolds import NopScaffold
+    from evoround.tasks import load_task
+
+    monkeypatch.setattr(R, "STALL_GRACE_S", 2.0)
+    rounds = [_round(i) for i in (1, 2, 3)]
+    written = "".join(f"{r}\n" for r in rounds) if left == "whole" else rounds[0][:40]
+
+    def stalls(scaffold: Any, call: Any) -> Iterator[str]:
+        import time as t
+
+        import ray as r
+
+        yield "node:" + r.get_runtime_context().get_node_id()
+        yield rounds[0]
+        done = Path(call.job_dir) / ".workers" / "done" / f"{call.key}.jsonl"
+        done.parent.mkdir(parents=True, exist_ok=True)
+        done.write_text(written)
+        t.sleep(300)  # the items after the first never come
+
+    runner = R.RayRunner(
+        NopScaffold(), job_dir=tmp_path / "job", sandbox="local",
+        store_root=tmp_path / "store", judge=None, keep_snapshots=False, address=ray_head,
+    )  # fmt: skip
+    runner._remote = ray.remote(num_returns="streaming", max_retries=0, num_cpus=1)(stalls)
+    got: list[RoundResult] = []
+    start = time.monotonic()
+    try:
+        if left == "whole":
+            runner(Unit(load_task(COUNTER), Mode.mt, 1), [], got.append)
+            # the first round from the stream, then all three from the file
+            assert [r.round for r in got] == [1, 1, 2, 3]
+        else:
+            with pytest.raises(SandboxUnavailable, match="cannot be read"):
+                runner(Unit(load_task(COUNTER), Mode.mt, 1), [], got.append)
+            assert [r.round for r in got] == [1]
+    finally:
+        runner.close()
+    assert time.monotonic() - start < 60
+    assert not list((tmp_path / "job" / ".workers" / "done").glob("*.jsonl"))  # removed
