@@ -15,7 +15,10 @@ The job: the bundled ``pricing`` task (process checks of several kinds) and ``ch
 the invariance check's agent (``scripted:regressor`` plus steps that leave evidence for every
 rule; tests/engine/test_invariance.py), rounds 1-3, two attempts, MT and SR. Its two judge
 checks are answered by the replay server through litellm over HTTP, from the workers (the
-server listens on this host, which they reach through their network's gateway). Its figures,
+server listens on this host, which they reach through their network's gateway). The
+all-up leg adds an imported Harbor multi-step task (tests/fixtures/harbor/multi-step-greet,
+a script verifier; Docker builds its image on the nodes' shared engine from the base image
+named by ``--base-image-map``) against a baseline with it. Its figures,
 every one of ``report --json`` but those that name the configuration (tests/invariance.py),
 must equal the same job run on this host in the local sandbox: with all nodes up, with a worker
 killed mid-job, with a worker cut off the network for 30 s, and with the head killed
@@ -43,6 +46,7 @@ from typing import Any
 
 import pytest
 
+from evoround.sandboxes.docker import default_base_image
 from evoround.scaffolds import serve
 from evoround.tasks import library_path
 from tests.engine.test_resume_kill import n_records
@@ -57,9 +61,13 @@ PREFIXES = sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()})
 """The interpreter's tree and its packages (a virtualenv's and its base interpreter's)."""
 TASKS = (str(library_path() / "pricing"), str(FIXTURES / "invariance" / "checkkinds"))
 JOB = (
-    *TASKS, "--agent", "scripted", "--script", str(FIXTURES / "invariance" / "regressor.yaml"),
+    "--agent", "scripted", "--script", str(FIXTURES / "invariance" / "regressor.yaml"),
     "--rounds", "1-3", "--mode", "both", "-k", "2",
 )  # fmt: skip
+"""The job's options; its tasks are TASKS, and in the all-up leg the imported GREET too."""
+GREET = FIXTURES / "harbor" / "multi-step-greet"
+"""A Harbor multi-step task (3 steps, a script verifier), imported by ``tasks import`` into
+the shared folder; Docker builds its image from its Dockerfile on the local base image."""
 
 
 @dataclass
@@ -85,8 +93,6 @@ def _docker(*args: str, check: bool = True, timeout: float = 120) -> str:
 
 def _node(cluster: Cluster, name: str, ray_args: list[str]) -> None:
     """One node: a container of the base image running `ray start --block`."""
-    from evoround.sandboxes.docker import default_base_image
-
     bin_dir = PYTHON.parent
     _docker(
         "run", "-d", "--init", "--name", name, "--hostname", name,
@@ -168,13 +174,16 @@ def _job(cluster: Cluster, name: str) -> str:
     return f"{name}-{cluster.network.rsplit('-', 1)[-1]}"
 
 
-def _driver(cluster: Cluster, job: str, node: str | None = None) -> subprocess.Popen[str]:
+def _driver(
+    cluster: Cluster, job: str, node: str | None = None, tasks: tuple[str, ...] = TASKS
+) -> subprocess.Popen[str]:
     """`evoround run --executor ray` on the head (or ``node``), into the shared folder; it
     stops the job once the head has been unreachable for 5 s (EVOROUND_RAY_HEAD_TIMEOUT)."""
     return subprocess.Popen(
         ["docker", "exec", "-e", "EVOROUND_RAY_HEAD_TIMEOUT=5", node or cluster.head,
-         str(PYTHON), "-m", "evoround.cli", "run",
+         str(PYTHON), "-m", "evoround.cli", "run", *tasks,
          *JOB, *_judge_args(cluster.judge), "-j", "4", "--sandbox", "docker",
+         "--base-image-map", f"ubuntu:24.04={default_base_image()}",
          "--executor", "ray", "--ray-address", cluster.address,
          "--out", str(cluster.shared / "runs"), "--job", job, "--progress", "plain"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -192,17 +201,35 @@ def _finish(proc: subprocess.Popen[str], timeout: float = 600, code: int = 0) ->
     return out
 
 
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory, judge: Any) -> Any:
-    """The same job on this host, local sandbox, one worker."""
-    root = tmp_path_factory.mktemp("cluster-baseline")
+def _imported(folder: Path) -> str:
+    """GREET imported into ``folder``; its path."""
+    res = evoround_cli("tasks", "import", str(GREET), str(folder))
+    assert res.returncode == 0, res.stderr[-3000:]
+    return str(folder)
+
+
+def _local(root: Path, url: str, tasks: tuple[str, ...]) -> Any:
+    """The figures of the job on this host, local sandbox, one worker."""
     env = {"EVOROUND_HOME": str(root / "home")}
     res = evoround_cli(
-        "run", *JOB, *_judge_args(judge.url), "--out", str(root / "runs"),
+        "run", *tasks, *JOB, *_judge_args(url), "--out", str(root / "runs"),
         "--job", "base", env=env,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     return figures(root / "runs" / "base", env=env)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory, judge: Any) -> Any:
+    """The same job on this host, local sandbox, one worker."""
+    return _local(tmp_path_factory.mktemp("cluster-baseline"), judge.url, TASKS)
+
+
+@pytest.fixture(scope="module")
+def full_baseline(tmp_path_factory: pytest.TempPathFactory, judge: Any) -> Any:
+    """The same, with the imported Harbor task (the all-up leg's job)."""
+    root = tmp_path_factory.mktemp("cluster-baseline-full")
+    return _local(root, judge.url, (*TASKS, _imported(root / "tasks" / "greet")))
 
 
 def _check(cluster: Cluster, job: str, baseline: Any, docker_client: Any) -> list[dict]:
@@ -228,13 +255,19 @@ def _when(pred: Callable[[], bool], timeout: float = 300) -> None:
 
 
 def test_three_node_cluster_with_docker_sandboxes_gives_the_figures_of_one_machine(
-    cluster: Cluster, baseline: Any, docker_client: Any
+    cluster: Cluster, full_baseline: Any, docker_client: Any
 ) -> None:
     job = _job(cluster, "all-up")
-    out = _finish(_driver(cluster, job))
+    greet = _imported(cluster.shared / "tasks" / "greet")
+    out = _finish(_driver(cluster, job, tasks=(*TASKS, greet)))
     assert "is not shared with Ray node" not in out  # one folder, shared by every node
-    records = _check(cluster, job, baseline, docker_client)
+    records = _check(cluster, job, full_baseline, docker_client)
     assert {r["host"] for r in records} == set(cluster.workers)  # both workers ran rounds
+    # the imported task ran there too: every SR round of it (3 steps, 2 attempts)
+    greet_sr = [
+        r for r in records if r["task"] == "evoround-greet-multi-step" and r["mode"] == "sr"
+    ]
+    assert len(greet_sr) == 6
     # every rule kind and the judge were scored on the workers (a verdict, not an error)
     got = verdicts(cluster.shared / "runs" / job, "checkkinds")
     assert all("error" not in v for v in got.values()), got
