@@ -436,7 +436,13 @@ class RayRunner:
 
     def close(self) -> None:
         """Cancel what still runs (abort path) and disconnect from the cluster; with the
-        head lost there is nothing to cancel on, and talking to it would only hang."""
+        head lost there is nothing to cancel on, and talking to it would only hang. Done
+        files no unit of this run took away (units of an earlier driver that was killed
+        while they ended) are removed: the job holds its lock, nobody else reads them."""
+        done = done_file(self.job_dir, "x").parent
+        with contextlib.suppress(OSError):
+            for f in list(done.iterdir()) if done.is_dir() else []:
+                f.unlink(missing_ok=True)
         if self._watch is not None:
             self._watch.close()
             if self._watch.lost() is not None:

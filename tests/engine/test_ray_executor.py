@@ -260,7 +260,7 @@ def test_a_stream_that_stalls_after_its_unit_ended_is_read_from_the_done_file(
     a driver whose stream gives nothing for STALL_GRACE_S after that file appeared takes
     the unit's rounds from it (the executor drops those already recorded) and returns,
     instead of waiting forever. A file it cannot read is an infra failure (retried), never
-    a hang. Real Ray streaming; only the worker's function is this test's: it yields its
+    a hang. Files no unit of the run took away are removed when the runner closes. Real Ray streaming; only the worker's function is this test's: it yields its
     first round, leaves the done file, then stalls as a stream with a lost item does."""
     import evoround.engine._ray as R
     from evoround.engine._units import Unit
@@ -290,6 +290,9 @@ def test_a_stream_that_stalls_after_its_unit_ended_is_read_from_the_done_file(
         store_root=tmp_path / "store", judge=None, keep_snapshots=False, address=ray_head,
     )  # fmt: skip
     runner._remote = ray.remote(num_returns="streaming", max_retries=0, num_cpus=1)(stalls)
+    stale = tmp_path / "job" / ".workers" / "done" / "earlier-driver.jsonl"
+    stale.parent.mkdir(parents=True)
+    stale.write_text(rounds[2])  # a unit of a killed driver ended: nobody reads it
     got: list[RoundResult] = []
     start = time.monotonic()
     try:
@@ -304,4 +307,5 @@ def test_a_stream_that_stalls_after_its_unit_ended_is_read_from_the_done_file(
     finally:
         runner.close()
     assert time.monotonic() - start < 60
-    assert not list((tmp_path / "job" / ".workers" / "done").glob("*.jsonl"))  # removed
+    # the unit's file removed when it was read, the stale one when the runner closed
+    assert not list(stale.parent.iterdir())
