@@ -55,3 +55,10 @@ def test_an_ended_command_is_seen_even_with_no_time_left(way: str) -> None:
     os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped
     wait_exit(proc, 0)
     assert proc.returncode == 0
+
+
+def test_a_timeout_of_years_is_taken(way: str) -> None:
+    """(poll's timeout is a C int of milliseconds: a task may give its agent any time)"""
+    proc = _start("pass")
+    wait_exit(proc, 10.0**9)
+    assert proc.returncode == 0

@@ -115,6 +115,12 @@ def _drain(fd: int) -> bytes:
     return status
 
 
+def _poll_ms(left: float) -> int:
+    """``poll``'s timeout for ``left`` seconds: whole milliseconds, rounded up, at most an
+    hour a call (a bigger one overflows poll's int; the loop asks again)."""
+    return max(0, min(int(left * 1000) + 1, 3_600_000))
+
+
 def wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> None:
     """``proc.wait(timeout)`` that hears the end at once: Popen's own sleeps in steps of up
     to 50 ms between checks, so every command that ran longer than that was seen to end
@@ -130,9 +136,7 @@ def wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> None:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         end = None if timeout is None else time.monotonic() + timeout
-        while not poller.poll(
-            None if end is None else max(0, int((end - time.monotonic()) * 1000) + 1)
-        ):
+        while not poller.poll(None if end is None else _poll_ms(end - time.monotonic())):
             if end is not None and time.monotonic() >= end:
                 raise subprocess.TimeoutExpired(proc.args, timeout or 0)
     finally:
