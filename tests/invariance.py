@@ -25,7 +25,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import evoround_cli
+from tests.helpers import FIXTURES, evoround_cli
+
+GREET = FIXTURES / "harbor" / "multi-step-greet"
+"""The set's imported task: Harbor's multi-step fixture (3 steps, a script verifier), brought
+in with ``evoround tasks import``; Docker builds its image from its Dockerfile."""
+GREET_NAME = "evoround-greet-multi-step"
+"""Its task name once imported."""
 
 JUDGE = {
     "answers": [

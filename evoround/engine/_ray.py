@@ -48,6 +48,7 @@ from evoround.engine._cluster import (
     verdict,
     worker_log,
 )
+from evoround.fileio import atomic_write
 from evoround.results import Mode, RoundResult
 from evoround.sandboxes import SandboxUnavailable
 from evoround.scaffolds import Scaffold
@@ -71,26 +72,26 @@ STALL_GRACE_S = 10.0
 :func:`done_file`) before it takes the unit's rounds from that file instead."""
 
 
+def done_dir(job_dir: Path) -> Path:
+    """The folder of the units' done files (:func:`done_file`)."""
+    return job_dir / WORKERS_DIR / "done"
+
+
 def done_file(job_dir: Path, key: str) -> Path:
     """Where a worker leaves every round a unit yielded, once the unit has run to its end:
     ``<job>/.workers/done/<key>.jsonl``. The stream is the unit's channel; this file is the
     driver's way out when the stream stalls (an item lost in a network cut stops Ray's
     ordered stream at that item for good), so a finished unit is never waited on forever."""
-    return job_dir / WORKERS_DIR / "done" / f"{key}.jsonl"
+    return done_dir(job_dir) / f"{key}.jsonl"
 
 
 def _leave_done(path: Path, rounds: list[str]) -> None:
-    """Written whole or not at all (a temporary file renamed into place); a folder the
-    worker cannot write only loses the way out, never the unit."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    """Written whole or not at all; a folder the worker cannot write only loses the way
+    out, never the unit."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text("".join(f"{r}\n" for r in rounds))
-        os.replace(tmp, path)
+        atomic_write(path, "".join(f"{r}\n" for r in rounds))
     except OSError as e:
         logging.getLogger(__name__).warning("could not leave %s: %s", path, e)
-        with contextlib.suppress(OSError):
-            tmp.unlink()
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class UnitCall:
     store_root: str
     judge: JudgeConfig | None
     keep_snapshots: bool
-    key: str = ""
+    key: str
     """This submission's name for its done file (a fresh token each time it is sent)."""
 
     @property
@@ -137,8 +138,7 @@ def _remote_unit(scaffold: Scaffold, call: UnitCall) -> Iterator[str]:
         for item in _unit_rounds(scaffold, call):
             rounds.append(item)
             yield item
-        if call.key:
-            _leave_done(done_file(Path(call.job_dir), call.key), rounds)
+        _leave_done(done_file(Path(call.job_dir), call.key), rounds)
         log.info("%s: done", call.label)
         yield _END
     except Exception:
@@ -425,9 +425,8 @@ class RayRunner:
                 f"cannot be read: {e}"
             ) from e
         logging.getLogger(__name__).warning(
-            "%s: the unit ended but Ray's stream stalled for %.0f s: its %d round(s) taken from %s",
+            "%s: the unit ended but Ray's stream stalled: its %d round(s) taken from %s",
             call.label,
-            STALL_GRACE_S,
             len(rounds),
             done,
         )
@@ -439,7 +438,7 @@ class RayRunner:
         head lost there is nothing to cancel on, and talking to it would only hang. Done
         files no unit of this run took away (units of an earlier driver that was killed
         while they ended) are removed: the job holds its lock, nobody else reads them."""
-        done = done_file(self.job_dir, "x").parent
+        done = done_dir(self.job_dir)
         with contextlib.suppress(OSError):
             for f in list(done.iterdir()) if done.is_dir() else []:
                 f.unlink(missing_ok=True)

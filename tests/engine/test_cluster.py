@@ -51,7 +51,15 @@ from evoround.scaffolds import serve
 from evoround.tasks import library_path
 from tests.engine.test_resume_kill import n_records
 from tests.helpers import FIXTURES, evoround_cli
-from tests.invariance import JUDGE, differences, figures, figures_only, verdicts
+from tests.invariance import (
+    GREET,
+    GREET_NAME,
+    JUDGE,
+    differences,
+    figures,
+    figures_only,
+    verdicts,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -65,9 +73,6 @@ JOB = (
     "--rounds", "1-3", "--mode", "both", "-k", "2",
 )  # fmt: skip
 """The job's options; its tasks are TASKS, and in the all-up leg the imported GREET too."""
-GREET = FIXTURES / "harbor" / "multi-step-greet"
-"""A Harbor multi-step task (3 steps, a script verifier), imported by ``tasks import`` into
-the shared folder; Docker builds its image from its Dockerfile on the local base image."""
 
 
 @dataclass
@@ -264,9 +269,7 @@ def test_three_node_cluster_with_docker_sandboxes_gives_the_figures_of_one_machi
     records = _check(cluster, job, full_baseline, docker_client)
     assert {r["host"] for r in records} == set(cluster.workers)  # both workers ran rounds
     # the imported task ran there too: every SR round of it (3 steps, 2 attempts)
-    greet_sr = [
-        r for r in records if r["task"] == "evoround-greet-multi-step" and r["mode"] == "sr"
-    ]
+    greet_sr = [r for r in records if r["task"] == GREET_NAME and r["mode"] == "sr"]
     assert len(greet_sr) == 6
     # every rule kind and the judge were scored on the workers (a verdict, not an error)
     got = verdicts(cluster.shared / "runs" / job, "checkkinds")

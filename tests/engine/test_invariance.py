@@ -47,14 +47,20 @@ from evoround.tasks import library_path
 from evoround.verifiers.checklist import RULES
 from tests.engine.test_resume_kill import cli, n_records, run_and_kill
 from tests.helpers import FIXTURES, evoround_cli
-from tests.invariance import JUDGE, differences, figures, figures_only, verdicts
+from tests.invariance import (
+    GREET,
+    GREET_NAME,
+    JUDGE,
+    differences,
+    figures,
+    figures_only,
+    verdicts,
+)
 
 pytestmark = pytest.mark.slow
 
 CHECKKINDS = FIXTURES / "invariance" / "checkkinds"
 AGENT = FIXTURES / "invariance" / "regressor.yaml"
-GREET = FIXTURES / "harbor" / "multi-step-greet"
-GREET_NAME = "evoround-greet-multi-step"
 J2 = ("-j", "2")
 """The legs after the baseline run two attempts at once (the -j 2 leg shows that this
 changes no figure): the set is 16 rounds, and most of a leg is waiting on a sandbox."""
