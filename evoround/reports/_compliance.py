@@ -17,13 +17,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
 from evoround.results import CheckOutcome, CheckResult, Mode, RoundResult, dedupe
 
 
-class Tally(BaseModel):
+@dataclass(slots=True)
+class Tally:
+    """Counts of one group's check results. A plain dataclass, not a pydantic model: the
+    bootstrap adds millions of results per report, and pydantic's checked attribute
+    assignment made that most of the report's time."""
+
     passed: int = 0
     failed: int = 0
     not_applicable: int = 0
@@ -38,15 +44,21 @@ class Tally(BaseModel):
         return self.passed / self.scored if self.scored else None
 
     def add(self, c: CheckResult) -> None:
-        match c.result:
-            case CheckOutcome.passed:
-                self.passed += 1
-            case CheckOutcome.failed:
-                self.failed += 1
-            case CheckOutcome.not_applicable:
-                self.not_applicable += 1
-            case CheckOutcome.error:
-                self.error += 1
+        result = c.result
+        if result is CheckOutcome.passed:
+            self.passed += 1
+        elif result is CheckOutcome.failed:
+            self.failed += 1
+        elif result is CheckOutcome.not_applicable:
+            self.not_applicable += 1
+        elif result is CheckOutcome.error:
+            self.error += 1
+
+    def merge(self, other: Tally) -> None:
+        self.passed += other.passed
+        self.failed += other.failed
+        self.not_applicable += other.not_applicable
+        self.error += other.error
 
 
 class ComplianceRow(BaseModel):
@@ -99,75 +111,133 @@ def _row(key: str, t: Tally, isr: float | None = None, units: int = 0) -> Compli
     )
 
 
-def _isr(units: dict[object, list[CheckResult]]) -> tuple[float | None, int]:
-    """Share of units (with >= 1 scored check) in which every scored check passed."""
-    scored = [[c for c in cs if c.scored] for cs in units.values()]
-    scored = [cs for cs in scored if cs]
+def _isr(units: Iterable[Tally]) -> tuple[float | None, int]:
+    """Share of units (with >= 1 scored check) in which every scored check passed.
+
+    A unit is given as the tally of its checks: it has a scored check when its tally does,
+    and every scored check passed when none failed."""
+    scored = [t for t in units if t.scored]
     if not scored:
         return None, 0
-    return sum(all(c.result is CheckOutcome.passed for c in cs) for cs in scored) / len(
-        scored
-    ), len(scored)
+    return sum(t.failed == 0 for t in scored) / len(scored), len(scored)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The scalar compliance figures: CSR and ISR by round, attempt and task (None: no
+    scored check), with the ISR round units counted."""
+
+    csr: float | None
+    isr_round: float | None
+    isr_attempt: float | None
+    isr_task: float | None
+    total: Tally
+    round_units: int
+
+
+def _tallied(records: Iterable[RoundResult], mode: Mode) -> list[tuple[RoundResult, Tally]]:
+    """The mode's deduplicated records in order, each with the tally of its checks."""
+    recs = sorted(
+        (r for r in dedupe(records) if r.mode is mode),
+        key=lambda r: (r.task, r.attempt, r.round),
+    )
+    out = []
+    for r in recs:
+        own = Tally()
+        for c in r.checks:
+            own.add(c)
+        out.append((r, own))
+    return out
+
+
+def _rates(tallied: list[tuple[RoundResult, Tally]]) -> Rates:
+    total = Tally()
+    attempts: dict[tuple[str, int], Tally] = defaultdict(Tally)
+    tasks: dict[str, Tally] = defaultdict(Tally)
+    for r, own in tallied:
+        total.merge(own)
+        attempts[(r.task, r.attempt)].merge(own)
+        tasks[r.task].merge(own)
+    isr_round, n_rounds = _isr(own for _, own in tallied)
+    return Rates(
+        csr=total.csr,
+        isr_round=isr_round,
+        isr_attempt=_isr(attempts.values())[0],
+        isr_task=_isr(tasks.values())[0],
+        total=total,
+        round_units=n_rounds,
+    )
+
+
+def compliance_rates(records: Iterable[RoundResult], mode: Mode = Mode.mt) -> Rates:
+    """CSR and the ISRs alone, by the code compute_compliance uses for them: what the
+    bootstrap recomputes a thousand times, without the breakdowns it never reads."""
+    return _rates(_tallied(records, mode))
+
+
+@dataclass
+class _Groups:
+    """The breakdowns of one compute_compliance pass: tallies by group, and the round
+    units (as tallies) of each round index and task for their ISR."""
+
+    by_cat: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    by_round: dict[int, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    by_task: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    by_check: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    conflicts: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    rounds_by_index: dict[int, list[Tally]] = field(default_factory=lambda: defaultdict(list))
+    rounds_by_task: dict[str, list[Tally]] = field(default_factory=lambda: defaultdict(list))
+    errors: list[CheckError] = field(default_factory=list)
+
+
+def _add_checks(g: _Groups, r: RoundResult, max_errors: int) -> None:
+    """The record's checks into the per-check groups."""
+    for c in r.checks:
+        g.by_cat[c.category.value].add(c)
+        g.by_check[f"{r.task}:{c.id}"].add(c)
+        if c.conflict:
+            g.conflicts[f"{c.id} ({c.category.value} wins over {c.wins_over})"].add(c)
+        if c.result is CheckOutcome.error and len(g.errors) < max_errors:
+            g.errors.append(
+                CheckError(
+                    task=r.task, attempt=r.attempt, round=r.round, check=c.id, detail=c.detail
+                )
+            )
+
+
+def _add_record(g: _Groups, r: RoundResult, own: Tally, max_errors: int) -> None:
+    """One record (``own``: the tally of its checks) into the breakdowns; a round index or
+    task with no check gets no row."""
+    _add_checks(g, r, max_errors)
+    g.rounds_by_index[r.round].append(own)
+    g.rounds_by_task[r.task].append(own)
+    if r.checks:
+        g.by_round[r.round].merge(own)
+        g.by_task[r.task].merge(own)
 
 
 def compute_compliance(
     records: Iterable[RoundResult], mode: Mode = Mode.mt, max_errors: int = 50
 ) -> Compliance:
-    recs = sorted(
-        (r for r in dedupe(records) if r.mode is mode),
-        key=lambda r: (r.task, r.attempt, r.round),
-    )
-    total = Tally()
-    by_cat: dict[str, Tally] = defaultdict(Tally)
-    by_round: dict[int, Tally] = defaultdict(Tally)
-    by_task: dict[str, Tally] = defaultdict(Tally)
-    by_check: dict[str, Tally] = defaultdict(Tally)
-    conflicts: dict[str, Tally] = defaultdict(Tally)
-    round_units: dict[object, list[CheckResult]] = {}
-    attempt_units: dict[object, list[CheckResult]] = defaultdict(list)
-    task_units: dict[object, list[CheckResult]] = defaultdict(list)
-    round_units_by_index: dict[int, dict[object, list[CheckResult]]] = defaultdict(dict)
-    task_round_units: dict[str, dict[object, list[CheckResult]]] = defaultdict(dict)
-    errors: list[CheckError] = []
-    n = 0
-    for r in recs:
-        round_units[r.key] = r.checks
-        round_units_by_index[r.round][r.key] = r.checks
-        task_round_units[r.task][r.key] = r.checks
-        attempt_units[(r.task, r.attempt)].extend(r.checks)
-        task_units[r.task].extend(r.checks)
-        for c in r.checks:
-            n += 1
-            total.add(c)
-            by_cat[c.category.value].add(c)
-            by_round[r.round].add(c)
-            by_task[r.task].add(c)
-            by_check[f"{r.task}:{c.id}"].add(c)
-            if c.conflict:
-                conflicts[f"{c.id} ({c.category.value} wins over {c.wins_over})"].add(c)
-            if c.result is CheckOutcome.error and len(errors) < max_errors:
-                errors.append(
-                    CheckError(
-                        task=r.task, attempt=r.attempt, round=r.round, check=c.id, detail=c.detail
-                    )
-                )
-    isr_round, n_rounds = _isr(round_units)
-    isr_attempt, _ = _isr(attempt_units)
-    isr_task, _ = _isr(task_units)
+    tallied = _tallied(records, mode)
+    rates = _rates(tallied)
+    g = _Groups()
+    for r, own in tallied:
+        _add_record(g, r, own, max_errors)
     return Compliance(
         mode=mode.value,
-        checks=n,
-        csr=total.csr,
-        isr_round=isr_round,
-        isr_attempt=isr_attempt,
-        isr_task=isr_task,
-        totals=_row("all", total, isr_round, n_rounds),
-        by_category=[_row(k, t) for k, t in sorted(by_cat.items())],
+        checks=sum(len(r.checks) for r, _ in tallied),
+        csr=rates.csr,
+        isr_round=rates.isr_round,
+        isr_attempt=rates.isr_attempt,
+        isr_task=rates.isr_task,
+        totals=_row("all", rates.total, rates.isr_round, rates.round_units),
+        by_category=[_row(k, t) for k, t in sorted(g.by_cat.items())],
         by_round=[
-            _row(str(i), t, *_isr(round_units_by_index[i])) for i, t in sorted(by_round.items())
+            _row(str(i), t, *_isr(g.rounds_by_index[i])) for i, t in sorted(g.by_round.items())
         ],
-        by_task=[_row(k, t, *_isr(task_round_units[k])) for k, t in sorted(by_task.items())],
-        by_check=[_row(k, t) for k, t in sorted(by_check.items())],
-        conflicts=[_row(k, t) for k, t in sorted(conflicts.items())],
-        errors=errors,
+        by_task=[_row(k, t, *_isr(g.rounds_by_task[k])) for k, t in sorted(g.by_task.items())],
+        by_check=[_row(k, t) for k, t in sorted(g.by_check.items())],
+        conflicts=[_row(k, t) for k, t in sorted(g.conflicts.items())],
+        errors=g.errors,
     )

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from evoround.reports._compliance import compute_compliance
+from evoround.reports._compliance import compliance_rates
 from evoround.results import JobView, Metrics, Mode, RoundResult, compute_metrics, dedupe
 
 DEFAULT_RESAMPLES = 1000
@@ -159,7 +159,7 @@ def _headline(m: Metrics, records: list[RoundResult]) -> Stats:
     }
     names = ("CSR", "ISR", "ISR_attempt", "ISR_task")
     if any(r.checks for r in records):
-        c = compute_compliance(records)
+        c = compliance_rates(records)
         out |= dict(zip(names, (c.csr, c.isr_round, c.isr_attempt, c.isr_task), strict=True))
     else:  # no check recorded: compliance is undefined, and computing it costs a third
         out |= dict.fromkeys(names)

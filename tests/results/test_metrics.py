@@ -138,3 +138,33 @@ def test_empty():
 def test_k_must_be_positive():
     with pytest.raises(ValueError):
         compute_metrics([], {}, k=0)
+
+
+def test_the_fast_mean_is_statistics_mean_to_the_last_bit() -> None:
+    """``_mean`` takes a shortcut for finite floats (the bootstrap takes tens of thousands of
+    means a report); it must give statistics.mean's correctly rounded value and type on
+    every input: ratios of small ints as the metrics make them, extremes of the float range,
+    subnormals, signs, ints, and the non-finite values the shortcut leaves to statistics."""
+    import random
+    import statistics
+
+    from evoround.results._metrics import _mean
+
+    rng = random.Random(29)
+    special = [0.0, -0.0, 1.0, 1 / 3, 2 / 3, 0.1, 0.7, 5e-324, 1.7976931348623157e308, 1e-300]
+    draws = [
+        lambda: rng.randint(0, 7) / rng.randint(1, 7),
+        lambda: rng.random() * 10.0 ** rng.randint(-300, 300),
+        lambda: rng.choice(special),
+        lambda: rng.uniform(-1, 1),
+        lambda: rng.randint(-5, 5),
+    ]
+    for _ in range(20_000):
+        draw = rng.choice(draws)
+        xs = [draw() for _ in range(rng.randint(1, 12))]
+        got, want = _mean(xs), statistics.mean(xs)
+        assert (got, type(got)) == (want, type(want)), xs
+    for xs in ([1.0, float("inf")], [float("nan")], [2, 4], [1.5, 2]):
+        got, want = _mean(xs), statistics.mean(xs)
+        assert repr(got) == repr(want) and type(got) is type(want), xs
+    assert _mean([]) == 0.0
