@@ -44,14 +44,14 @@ class Tally:
         return self.passed / self.scored if self.scored else None
 
     def add(self, c: CheckResult) -> None:
-        result = c.result
-        if result is CheckOutcome.passed:
+        result = c.result  # compared by value, as the match statement before did
+        if result == CheckOutcome.passed:
             self.passed += 1
-        elif result is CheckOutcome.failed:
+        elif result == CheckOutcome.failed:
             self.failed += 1
-        elif result is CheckOutcome.not_applicable:
+        elif result == CheckOutcome.not_applicable:
             self.not_applicable += 1
-        elif result is CheckOutcome.error:
+        elif result == CheckOutcome.error:
             self.error += 1
 
     def merge(self, other: Tally) -> None:
