@@ -15,8 +15,9 @@ Method (stated in the README, printed with every result):
   the task draw varies. An attempt the job knows was started but that left no record
   (``JobView.attempted``) takes its slot in the order like a recorded one, and scores 0.
 - Every figure is recomputed on the resample by the SAME functions that compute it on the
-  job (``compute_metrics``, ``compute_compliance``): no formula is restated here, so a
-  change to a metric's definition carries over to its interval.
+  job (``compute_metrics``; ``compliance_rates``, the code ``compute_compliance`` takes
+  CSR and ISR from): no formula is restated here, so a change to a metric's definition
+  carries over to its interval.
 - The interval is the 2.5th-97.5th percentile of the resampled values; the standard error
   is their standard deviation. Resamples where a figure is undefined (e.g. no failed round
   to compute a state penalty from) are left out and counted (``defined``).
@@ -161,7 +162,7 @@ def _headline(m: Metrics, records: list[RoundResult]) -> Stats:
     if any(r.checks for r in records):
         c = compliance_rates(records)
         out |= dict(zip(names, (c.csr, c.isr_round, c.isr_attempt, c.isr_task), strict=True))
-    else:  # no check recorded: compliance is undefined, and computing it costs a third
+    else:  # no check recorded: every compliance rate is undefined, nothing to compute
         out |= dict.fromkeys(names)
     return out
 
