@@ -12,17 +12,27 @@ holder dies, so a killed run never blocks the next); the record is what tells a 
 run who holds the job, and what a run on *another* host sharing the folder honours (flock
 on shared storage may not reach across hosts). A record whose holder is provably dead
 (same kernel: the pid is gone or started at another time; same machine, another boot) is
-taken over; a record from another host is honoured: if that host is gone, delete the file.
-On release the file is removed (under the flock; a process that opened the old file
-meanwhile sees that the name now points elsewhere and tries again).
+taken over. A holder on another host cannot be checked from here, so the holder proves it
+lives: a heartbeat thread rewrites its record (``beat``, every :data:`BEAT_S`). A record
+from another host is honoured while its beat is recent by this host's clock; one whose beat
+is older than :data:`STALE_S` is watched for :data:`WATCH_S` more, and taken over only if it
+did not change meanwhile (so a clock skew between the hosts can delay a takeover but never
+take a live holder's job). A record with no beat (an earlier version) is honoured: if that
+host is gone, delete the file. A holder that finds its record replaced or gone (it stalled
+past the watch, or a person deleted the file) logs who took it and stops its run.
+On release the file is removed if it still holds our record (under the flock; a process
+that opened the old file meanwhile sees that the name now points elsewhere and tries again).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import math
 import os
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -36,6 +46,19 @@ LOCK_FILE = "job.lock"
 """In each job folder while a run of it is in progress: its :class:`JobLockRecord`."""
 _READ_TRIES = 20
 """How often (every 50 ms) a refused run re-reads a lock its holder may still be writing."""
+BEAT_S = 20.0
+"""How often a holder rewrites its record's ``beat``."""
+STALE_S = 300.0
+"""A beat older than this (by the reader's clock) makes a holder on another host suspect:
+generous, since the two hosts' clocks may differ by minutes."""
+WATCH_S = 3 * BEAT_S
+"""How long a suspect record is watched; unchanged all along, its holder is gone."""
+SETTLE_S = 2.0
+"""After taking over a suspect record: how long to wait before checking the record is
+still ours (two hosts that watched the same record take it at about the same time; the
+later write wins and the earlier writer sees it)."""
+
+_log = logging.getLogger(__name__)
 
 
 class JobLockRecord(BaseModel):
@@ -45,18 +68,21 @@ class JobLockRecord(BaseModel):
 
     owner: OwnerRecord
     since: datetime
+    beat: datetime | None = None
+    """The holder's last heartbeat (its clock, UTC); None from versions without one."""
 
 
 class JobLocked(ValueError):
     """The job is being run by another process (one line naming it: nothing has run)."""
 
 
+def _who(rec: JobLockRecord) -> str:
+    since = rec.since.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"pid {rec.owner.pid} on host {rec.owner.host or '?'} since {since}"
+
+
 def _describe(job: str, rec: JobLockRecord | None, path: Path) -> str:
-    if rec is None:
-        who = "another process"
-    else:
-        since = rec.since.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        who = f"pid {rec.owner.pid} on host {rec.owner.host or '?'} since {since}"
+    who = "another process" if rec is None else _who(rec)
     return (
         f"job {job} is being run by {who}; wait for it to end, or if that run is gone "
         f"(its host is down), delete {path} and run again"
@@ -84,10 +110,35 @@ def _read_record(path: Path) -> JobLockRecord | None:
 
 
 def holder_dead(rec: JobLockRecord, here: Here | None = None) -> bool:
-    """Whether the run named by ``rec`` is provably dead. A holder on another host is
-    never presumed dead (no lease: a job runs for days), only a holder on this machine."""
+    """Whether the run named by ``rec`` is provably dead from here: only a holder on this
+    machine can be (see :func:`suspect` for one on another host)."""
     h = here or Here.read()
     return owner_dead(rec.owner, h, process_start(rec.owner.pid), age_s=0.0, lease_s=math.inf)
+
+
+def suspect(rec: JobLockRecord, now: datetime | None = None) -> bool:
+    """Whether a holder (on another host) has not beaten for :data:`STALE_S` by our clock.
+    A record without a beat never is (an earlier version: honoured)."""
+    if rec.beat is None:
+        return False
+    age = ((now or datetime.now(UTC)) - rec.beat).total_seconds()
+    return age > STALE_S
+
+
+def _silent(path: Path, data: bytes) -> bool:
+    """Whether ``path`` keeps exactly ``data`` for :data:`WATCH_S` (a live holder beats
+    within it; a vanished file is no silence: someone released or took it)."""
+    end = time.monotonic() + WATCH_S
+    while True:
+        try:
+            if path.read_bytes() != data:
+                return False
+        except FileNotFoundError:
+            return False
+        left = end - time.monotonic()
+        if left <= 0:
+            return True
+        time.sleep(min(1.0, left))
 
 
 def job_holder(job_dir: Path) -> JobLockRecord | None:
@@ -95,7 +146,7 @@ def job_holder(job_dir: Path) -> JobLockRecord | None:
     none or its holder is provably dead (a run killed with SIGKILL leaves the file). Only
     reads: taking the flock, even for a moment, could refuse a run starting just then."""
     rec = _read_record(job_dir / LOCK_FILE)
-    if rec is None or holder_dead(rec):
+    if rec is None or holder_dead(rec) or suspect(rec):
         return None
     return rec
 
@@ -124,9 +175,9 @@ def _write_fd(fd: int, data: bytes) -> None:
     os.fsync(fd)
 
 
-def _try_take(path: Path, job: str) -> int | None:
-    """The locked descriptor of ``path`` holding our record; None to try again (the file
-    was removed or replaced meanwhile); :class:`JobLocked` when someone else holds it."""
+def _try_take(path: Path, job: str) -> _Held | None:
+    """The lock on ``path`` with our record written; None to try again (the file was
+    removed or replaced meanwhile); :class:`JobLocked` when someone else holds it."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         try:
@@ -139,27 +190,97 @@ def _try_take(path: Path, job: str) -> int | None:
         if not _same_file(fd, path):
             os.close(fd)
             return None
-        old = _parse(_read_fd(fd))
-        if old is not None and not holder_dead(old):
-            raise JobLocked(_describe(job, old, path))
-        mine = JobLockRecord(owner=this_owner(), since=datetime.now(UTC))
-        data = mine.model_dump_json().encode()
-        _write_fd(fd, data)
-        if _read_fd(fd) != data or not _same_file(fd, path):  # re-check that we won
-            raise JobLocked(_describe(job, _read_record(path), path))
-        return fd
+        old = _take_over(fd, path, job)
+        return _write_ours(fd, path, job, old)
     except BaseException:
         with contextlib.suppress(OSError):
             os.close(fd)
         raise
 
 
-def _release(fd: int, path: Path) -> None:
-    with contextlib.suppress(OSError):
-        if _same_file(fd, path):
-            os.unlink(path)
-    with contextlib.suppress(OSError):
-        os.close(fd)
+def _take_over(fd: int, path: Path, job: str) -> JobLockRecord | None:
+    """The live-looking holder we may take over (it beat last long ago and stayed silent
+    while watched); None when the file holds no live holder; else :class:`JobLocked`."""
+    raw = _read_fd(fd)
+    old = _parse(raw)
+    if old is None or holder_dead(old):
+        return None
+    if suspect(old) and _silent(path, raw):
+        return old
+    raise JobLocked(_describe(job, old, path))
+
+
+def _write_ours(fd: int, path: Path, job: str, old: JobLockRecord | None) -> _Held:
+    now = datetime.now(UTC)
+    mine = JobLockRecord(owner=this_owner(), since=now, beat=now)
+    data = mine.model_dump_json().encode()
+    _write_fd(fd, data)
+    if old is not None:
+        _log.warning(
+            "%s: taking the job over from %s (its heartbeat stopped)",
+            job,
+            _who(old),
+        )
+        time.sleep(SETTLE_S)
+    if _read_fd(fd) != data or not _same_file(fd, path):  # re-check that we won
+        raise JobLocked(_describe(job, _read_record(path), path))
+    return _Held(fd, path, job, mine)
+
+
+class _Held:
+    """A lock this process holds, and the heartbeat that keeps its record fresh."""
+
+    def __init__(self, fd: int, path: Path, job: str, mine: JobLockRecord) -> None:
+        self.fd, self.path, self.job, self.mine = fd, path, job, mine
+        self._stop = threading.Event()
+        self._stop_main = threading.current_thread() is threading.main_thread()
+        self._thread = threading.Thread(target=self._run, name="evoround-job-lock", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(BEAT_S):
+            if not self.beat():
+                self._lost()
+                return
+
+    def beat(self) -> bool:
+        """Rewrite our record with a new beat; False when it is no longer ours."""
+        if not self.ours():
+            return False
+        now = datetime.now(UTC)
+        _write_fd(self.fd, self.mine.model_copy(update={"beat": now}).model_dump_json().encode())
+        return True
+
+    def _lost(self) -> None:
+        taker = _read_record(self.path)
+        _log.error(
+            "%s: job.lock is no longer this run's (%s holds it now); stopping this run",
+            self.job,
+            _who(taker) if taker is not None else "nobody",
+        )
+        if self._stop_main and not self._stop.is_set():
+            # as Ctrl-C: a real SIGINT to the main thread also ends a wait it is blocked in
+            # (``_thread.interrupt_main`` would only be seen at its next bytecode)
+            main = threading.main_thread().ident
+            if main is not None:
+                signal.pthread_kill(main, signal.SIGINT)
+
+    def ours(self) -> bool:
+        """Whether ``path`` still holds our record (not replaced nor rewritten by a taker)."""
+        if not _same_file(self.fd, self.path):
+            return False
+        rec = _parse(_read_fd(self.fd))
+        return rec is not None and rec.owner == self.mine.owner and rec.since == self.mine.since
+
+    def release(self) -> None:
+        """Stop beating; remove the file if it is still ours (a taker's record stays)."""
+        self._stop.set()
+        self._thread.join()
+        with contextlib.suppress(OSError):
+            if self.ours():
+                os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
 
 
 @contextlib.contextmanager
@@ -169,12 +290,12 @@ def job_lock(job_dir: Path) -> Iterator[Path]:
     job_dir.mkdir(parents=True, exist_ok=True)
     path = job_dir / LOCK_FILE
     for _ in range(10):
-        fd = _try_take(path, job_dir.name)
-        if fd is not None:
+        held = _try_take(path, job_dir.name)
+        if held is not None:
             break
     else:
         raise JobLocked(_describe(job_dir.name, _read_record(path), path))
     try:
         yield path
     finally:
-        _release(fd, path)
+        held.release()

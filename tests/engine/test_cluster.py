@@ -21,7 +21,7 @@ a script verifier; Docker builds its image on the nodes' shared engine from the 
 named by ``--base-image-map``) against a baseline with it. Its figures,
 every one of ``report --json`` but those that name the configuration (tests/invariance.py),
 must equal the same job run on this host in the local sandbox: with all nodes up, with a worker
-killed mid-job, with a worker cut off the network for 30 s, and with the head killed
+killed mid-job (and a second run of the job from another node refused meanwhile), with a worker cut off the network for 30 s, and with the head killed
 mid-job (the driver, on a worker, stops with the resume command; the cluster restarted,
 that command finishes the job). Afterwards no sandbox container of the job is left on the
 engine, nor a Ray task on any node.
@@ -281,12 +281,18 @@ def test_a_worker_killed_mid_job_changes_no_figure(
     cluster: Cluster, baseline: Any, docker_client: Any
 ) -> None:
     """The killed worker's sandboxes (siblings on the engine) outlive it: the run that
-    holds the job removes them at its end (they carry the job folder's label)."""
+    holds the job removes them at its end (they carry the job folder's label). Before the
+    kill, a second run of the job from another host (the other worker, same shared folder)
+    is refused in one line naming the head's run."""
     name = _job(cluster, "killed")
     job = cluster.shared / "runs" / name
     proc = _driver(cluster, name)
     _when(lambda: n_records(job) >= 2 or proc.poll() is not None)
     assert proc.poll() is None, "the job ended before the kill"
+    second = _driver(cluster, name, node=cluster.workers[1])
+    lines = _finish(second, timeout=120, code=2).strip().splitlines()
+    assert len(lines) == 1 and f"job {name} is being run by pid " in lines[0], lines
+    assert f" on host {cluster.head} since " in lines[0], lines[0]
     _docker("kill", cluster.workers[0])
     out = _finish(proc)
     assert "infra retry" in out  # the kill hit a running unit, which ran again elsewhere

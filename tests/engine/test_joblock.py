@@ -1,19 +1,22 @@
 """The job lock: one run of a job folder at a time; a dead holder's lock is taken over, a
-lock from another host is honoured. Real processes, the real CLI."""
+lock from another host is honoured while it beats (or when it has no beat), and taken over
+once it stayed silent. Real processes, the real CLI."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from evoround.engine import LOCK_FILE, JobLocked, JobLockRecord, job_lock
+from evoround.engine import LOCK_FILE, JobLocked, JobLockRecord, _joblock, job_holder, job_lock
 from evoround.results import read_results
 from evoround.sandboxes import Here, OwnerRecord, process_start, this_owner
 from tests.helpers import copy_counter
@@ -130,3 +133,107 @@ def test_a_live_holder_on_this_host_is_refused_and_the_lock_freed_on_error(
     assert not (tmp_path / LOCK_FILE).exists()
     with job_lock(tmp_path):  # free again
         pass
+
+
+# -- a holder on another host: its heartbeat decides ------------------------------------
+
+_OTHER = OwnerRecord(host="elsewhere", machine_id="m" * 32, boot_id="b" * 32, pid=4242)
+
+
+def _foreign(beat_age_s: float) -> JobLockRecord:
+    now = datetime.now(UTC)
+    return JobLockRecord(
+        owner=_OTHER, since=now - timedelta(hours=5), beat=now - timedelta(seconds=beat_age_s)
+    )
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beats, watches and settling in fractions of a second instead of a minute."""
+    monkeypatch.setattr(_joblock, "BEAT_S", 0.1)
+    monkeypatch.setattr(_joblock, "WATCH_S", 1.0)
+    monkeypatch.setattr(_joblock, "SETTLE_S", 0.1)
+
+
+def test_a_foreign_holder_that_beat_recently_is_refused_at_once(
+    tmp_path: Path, quick: None
+) -> None:
+    (tmp_path / LOCK_FILE).write_text(_foreign(beat_age_s=30).model_dump_json())
+    began = time.monotonic()
+    with pytest.raises(JobLocked, match="pid 4242 on host elsewhere"), job_lock(tmp_path):
+        pytest.fail("took a lock whose holder beat 30 s ago")
+    assert time.monotonic() - began < 0.9  # no watch: the beat is recent
+    assert job_holder(tmp_path) is not None
+
+
+def test_a_foreign_holder_that_still_beats_is_not_taken_over(tmp_path: Path, quick: None) -> None:
+    """Its beat looks old (clocks may differ), but the record changes while watched."""
+    path = tmp_path / LOCK_FILE
+    path.write_text(_foreign(beat_age_s=3600).model_dump_json())
+    stop = threading.Event()
+
+    def beat() -> None:
+        n = 0
+        while not stop.wait(0.3):
+            n += 1  # its clock is an hour behind ours, and it still beats
+            path.write_text(_foreign(beat_age_s=3600 - n).model_dump_json())
+
+    beater = threading.Thread(target=beat)
+    beater.start()
+    try:
+        with pytest.raises(JobLocked, match="pid 4242 on host elsewhere"), job_lock(tmp_path):
+            pytest.fail("took the lock of a holder that still beats")
+    finally:
+        stop.set()
+        beater.join()
+    assert JobLockRecord.model_validate_json(path.read_bytes()).owner == _OTHER
+
+
+def test_a_silent_foreign_holder_is_taken_over_after_the_watch(
+    tmp_path: Path, quick: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / LOCK_FILE
+    path.write_text(_foreign(beat_age_s=3600).model_dump_json())
+    assert job_holder(tmp_path) is None  # a report does not call it running
+    began = time.monotonic()
+    with caplog.at_level(logging.WARNING), job_lock(tmp_path):
+        assert time.monotonic() - began >= 1.0  # watched first
+        first = JobLockRecord.model_validate_json(path.read_bytes())
+        assert first.owner == this_owner() and first.beat is not None
+        time.sleep(0.5)
+        later = JobLockRecord.model_validate_json(path.read_bytes())
+        assert later.since == first.since and later.beat is not None
+        assert later.beat > first.beat  # ours beats
+    assert "taking the job over from pid 4242 on host elsewhere" in caplog.text
+    assert not path.exists()
+
+
+def test_a_holder_whose_lock_was_taken_stops_its_run(tmp_path: Path) -> None:
+    """A real process holds the lock and beats; the file is then given to another host (as
+    a takeover after a long stall would): the holder says so and stops (KeyboardInterrupt
+    in its main thread, as Ctrl-C: its results are safe)."""
+    code = (
+        "import sys, time; from pathlib import Path\n"
+        "from evoround.engine import _joblock as j\n"
+        "j.BEAT_S = 0.1\n"
+        "try:\n"
+        "    with j.job_lock(Path(sys.argv[1])):\n"
+        "        print('held', flush=True); time.sleep(60)\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(7)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        (tmp_path / LOCK_FILE).write_text(_foreign(beat_age_s=0).model_dump_json())
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 7, err
+    assert "job.lock is no longer this run's (pid 4242 on host elsewhere" in err, err
+    assert (tmp_path / LOCK_FILE).exists()  # the taker's record is left alone
+    assert JobLockRecord.model_validate_json((tmp_path / LOCK_FILE).read_bytes()).owner == _OTHER
