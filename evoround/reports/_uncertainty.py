@@ -54,6 +54,8 @@ A count of the job's size, not a time budget, so the same job always gets the sa
 CACHE_RECORDS = 100_000
 """Renamed record copies kept for reuse across resamples (a few tens of MB at most); past
 that, copies are made afresh for each resample."""
+MEMO_RESAMPLES = 5_000
+"""Distinct resamples whose figures are kept for reuse by an equal later draw."""
 DEFAULT_SEED = 20260523
 LEVEL = 0.95
 METHOD = (
@@ -307,36 +309,75 @@ Sample = tuple[list[RoundResult], dict[str, int], dict[str, Any]]
 """One resample of one job: records, n_rounds, and the keyword arguments of its metrics."""
 
 
-def _draws(
-    tasks: list[str],
-    pools: list[_Pool],
-    resamples: int,
-    seed: int,
-    window: Any = None,
-) -> Iterable[list[Sample]]:
-    """Each resample, as one :data:`Sample` per pool; the same draws for every pool."""
+Draw = tuple[np.ndarray, np.ndarray, tuple[tuple[int, tuple[int, ...]], ...]]
+"""One resample's random draws: the drawn tasks (indices), each drawn row's attempt keys,
+and its signature: per row the task and the order its keys put the task's attempts in.
+Equal signatures give equal samples (every part of a :data:`Sample` is a function of it)."""
+
+
+def _random_draws(
+    tasks: list[str], pools: list[_Pool], resamples: int, seed: int
+) -> Iterable[Draw]:
     rng = np.random.default_rng(seed)
-    width = max((p.n_attempts(t) for p in pools for t in tasks), default=0)
+    need = [max((p.n_attempts(t) for p in pools), default=0) for t in tasks]
+    width = max(need, default=0)
     for _ in range(resamples):
         idx = rng.integers(0, len(tasks), size=len(tasks))
         keys = rng.random((len(tasks), max(width, 1)))
-        seen: dict[int, int] = defaultdict(int)
-        per_pool: list[Sample] = []
-        for pool in pools:
-            kw: dict[str, Any] = {"window": window}
-            if pool.attempted is not None:
-                kw["attempted"] = {}
-            per_pool.append(([], {}, kw))
-        for row, t in enumerate(idx):
-            occ = seen[int(t)]
-            seen[int(t)] += 1
-            task = tasks[int(t)]
-            for pool, (recs, nr, kw) in zip(pools, per_pool, strict=True):
-                name = pool.draw(task, occ, keys[row], recs)
-                nr[name] = pool.n_rounds[task]
-                if "attempted" in kw and pool.slots(task):
-                    kw["attempted"][name] = pool.slots(task)
-        yield per_pool
+        # the stable order of a row's first need[t] keys decides every rank _Pool.draw
+        # gives (it ranks a prefix of them, ties by position)
+        sig = tuple(
+            (int(t), tuple(int(i) for i in np.argsort(keys[row][: need[int(t)]], kind="stable")))
+            for row, t in enumerate(idx)
+        )
+        yield idx, keys, sig
+
+
+def _samples(
+    tasks: list[str], pools: list[_Pool], idx: np.ndarray, keys: np.ndarray, window: Any
+) -> list[Sample]:
+    """One resample, as one :data:`Sample` per pool; the same draws for every pool."""
+    seen: dict[int, int] = defaultdict(int)
+    per_pool: list[Sample] = []
+    for pool in pools:
+        kw: dict[str, Any] = {"window": window}
+        if pool.attempted is not None:
+            kw["attempted"] = {}
+        per_pool.append(([], {}, kw))
+    for row, t in enumerate(idx):
+        occ = seen[int(t)]
+        seen[int(t)] += 1
+        task = tasks[int(t)]
+        for pool, (recs, nr, kw) in zip(pools, per_pool, strict=True):
+            name = pool.draw(task, occ, keys[row], recs)
+            nr[name] = pool.n_rounds[task]
+            if "attempted" in kw and pool.slots(task):
+                kw["attempted"][name] = pool.slots(task)
+    return per_pool
+
+
+def _resampled(
+    tasks: list[str],
+    pools: list[_Pool],
+    statistic: Statistic,
+    k: int,
+    resamples: int,
+    seed: int,
+    window: Any,
+) -> Iterable[list[Stats]]:
+    """The statistic of every pool on each resample. A resample whose draws equal an
+    earlier one's (common in small jobs: one task with one attempt draws the same thing
+    every time) reuses its figures instead of computing them again: the same sample, the
+    same deterministic functions, so the same figures to the last bit."""
+    memo: dict[Any, list[Stats]] = {}
+    for idx, keys, sig in _random_draws(tasks, pools, resamples, seed):
+        stats = memo.get(sig)
+        if stats is None:
+            samples = _samples(tasks, pools, idx, keys, window)
+            stats = [statistic(recs, nr, k, **kw) for recs, nr, kw in samples]
+            if len(memo) < MEMO_RESAMPLES:
+                memo[sig] = stats
+        yield stats
 
 
 def _summary(values: list[float]) -> tuple[float, float, float | None]:
@@ -365,8 +406,8 @@ def bootstrap(
     reps: dict[str, list[float]] = defaultdict(list)
     if resamples > 0 and nr:
         pool = _Pool.of(recs, nr, attempted)
-        for [(rrecs, rnr, kw)] in _draws(sorted(nr), [pool], resamples, seed, window):
-            for name, v in statistic(rrecs, rnr, k, **kw).items():
+        for [stats] in _resampled(sorted(nr), [pool], statistic, k, resamples, seed, window):
+            for name, v in stats.items():
                 if v is not None:
                     reps[name].append(v)
     figures = {}
@@ -429,8 +470,7 @@ def _paired_resamples(
         _Pool.of(pair.records_a, nr, pair.attempted_a),
         _Pool.of(pair.records_b, nr, pair.attempted_b),
     ]
-    for [(xa, na, ka), (xb, nb, kb)] in _draws(sorted(nr), pools, resamples, seed, window):
-        sa, sb = statistic(xa, na, k, **ka), statistic(xb, nb, k, **kb)
+    for sa, sb in _resampled(sorted(nr), pools, statistic, k, resamples, seed, window):
         for name in sa.keys() & sb.keys():
             va, vb = sa[name], sb[name]
             if va is not None and vb is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,8 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from evoround.cli import app
-from evoround.reports import bootstrap, compare_jobs, headline_stats, job_uncertainty
-from evoround.reports._uncertainty import DISPLAY, _float_fields, paired_bootstrap
+from evoround.reports import _uncertainty, bootstrap, compare_jobs, headline_stats, job_uncertainty
+from evoround.reports._uncertainty import (
+    DISPLAY,
+    _float_fields,
+    paired_bootstrap,
+    report_stats,
+)
 from evoround.results import (
     Metrics,
     Mode,
@@ -275,3 +281,55 @@ def test_point_estimates_are_the_jobs_own_metrics(tmp_path: Path):
     u = job_uncertainty(view, resamples=50)
     for field in _float_fields(Metrics):
         assert u.headline[DISPLAY.get(field, field)].estimate == getattr(m, field), field
+
+
+def _random_records(rng: random.Random) -> tuple[list[RoundResult], dict[str, int], int]:
+    """A small random job: 1-4 tasks, 1-4 attempts each (some never started), MT runs to
+    the first failure, SR every round; figures include undefined ones now and then."""
+    n_tasks, n = rng.randint(1, 4), rng.randint(2, 4)
+    out: list[RoundResult] = []
+    for t in range(n_tasks):
+        for a in range(1, rng.randint(0, 4) + 1):
+            out += fail_stop(f"t{t}", [rng.random() < 0.7 for _ in range(n)], attempt=a)
+            out += [rec(f"t{t}", i, rng.random() < 0.8, attempt=a, mode=Mode.sr, n=n)
+                    for i in range(1, n + 1)]  # fmt: skip
+    return out, {f"t{t}": n for t in range(n_tasks)}, rng.randint(1, 3)
+
+
+def test_an_equal_draw_reuses_figures_that_equal_a_fresh_computation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reusing the figures of an equal earlier draw (a cost saving: small jobs draw the
+    same thing again and again) changes no interval, no p-value, no count of defined
+    resamples: on 40 random small jobs, one job and paired, with the reuse on and off."""
+    rng = random.Random(7)
+    for _ in range(40):
+        records, nr, k = _random_records(rng)
+        other, _, _ = _random_records(rng)
+        other = [r for r in other if r.task in nr]
+        job = (records, other, nr, k, rng.randint(0, 10**6))
+        reused = _one_and_paired(*job)
+        monkeypatch.setattr(_uncertainty, "MEMO_RESAMPLES", 0)
+        fresh = _one_and_paired(*job)
+        monkeypatch.undo()
+        assert reused == fresh
+
+
+def _one_and_paired(
+    a: list[RoundResult], b: list[RoundResult], nr: dict[str, int], k: int, seed: int
+) -> tuple[object, object]:
+    one = bootstrap(a, nr, k, statistic=report_stats, resamples=150, seed=seed)
+    return one, paired_bootstrap(a, b, nr, k, resamples=150, seed=seed)
+
+
+def test_a_job_of_one_task_and_one_attempt_is_computed_once_per_distinct_draw() -> None:
+    calls = []
+
+    def counted(*args: object, **kw: object) -> dict[str, float | None]:
+        calls.append(1)
+        return headline_stats(*args, **kw)  # type: ignore[arg-type]
+
+    records = fail_stop("t", [True, False])
+    u = bootstrap(records, {"t": 2}, 1, statistic=counted, resamples=500)
+    assert len(calls) == 2  # the point estimate and the one draw there is
+    assert u.figures["MT@k"].defined == 500  # every resample still counts
