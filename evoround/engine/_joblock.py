@@ -239,7 +239,12 @@ class _Held:
 
     def _run(self) -> None:
         while not self._stop.wait(BEAT_S):
-            if not self.beat():
+            try:
+                ours = self.beat()
+            except OSError as e:  # a full disk, a shared folder gone for a moment: retried
+                _log.warning("%s: could not renew job.lock: %s", self.job, e)
+                continue
+            if not ours:
                 self._lost()
                 return
 

@@ -147,6 +147,13 @@ def _foreign(beat_age_s: float) -> JobLockRecord:
     )
 
 
+def _beaten(path: Path) -> JobLockRecord:
+    """The record a holder beats into (read again while a beat is half written)."""
+    rec = _joblock._read_record(path)
+    assert rec is not None
+    return rec
+
+
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
     """Beats, watches and settling in fractions of a second instead of a minute."""
@@ -198,10 +205,10 @@ def test_a_silent_foreign_holder_is_taken_over_after_the_watch(
     began = time.monotonic()
     with caplog.at_level(logging.WARNING), job_lock(tmp_path):
         assert time.monotonic() - began >= 1.0  # watched first
-        first = JobLockRecord.model_validate_json(path.read_bytes())
+        first = _beaten(path)
         assert first.owner == this_owner() and first.beat is not None
         time.sleep(0.5)
-        later = JobLockRecord.model_validate_json(path.read_bytes())
+        later = _beaten(path)
         assert later.since == first.since and later.beat is not None
         assert later.beat > first.beat  # ours beats
     assert "taking the job over from pid 4242 on host elsewhere" in caplog.text
@@ -237,3 +244,27 @@ def test_a_holder_whose_lock_was_taken_stops_its_run(tmp_path: Path) -> None:
     assert "job.lock is no longer this run's (pid 4242 on host elsewhere" in err, err
     assert (tmp_path / LOCK_FILE).exists()  # the taker's record is left alone
     assert JobLockRecord.model_validate_json((tmp_path / LOCK_FILE).read_bytes()).owner == _OTHER
+
+
+def test_a_beat_that_cannot_be_written_is_tried_again(
+    tmp_path: Path, quick: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failed renewal (a full disk, a shared folder away for a moment) must not end the
+    heartbeat: a holder that stopped beating would be taken over while it runs."""
+    real, calls = _joblock._write_fd, []
+
+    def flaky(fd: int, data: bytes) -> None:
+        calls.append(1)
+        if len(calls) in (2, 3):  # the first write is the record itself
+            raise OSError(28, "No space left on device")
+        real(fd, data)
+
+    monkeypatch.setattr(_joblock, "_write_fd", flaky)
+    with caplog.at_level(logging.WARNING), job_lock(tmp_path) as path:
+        first = _beaten(path)
+        deadline = time.monotonic() + 10
+        while len(calls) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        later = _beaten(path)
+        assert later.beat is not None and first.beat is not None and later.beat > first.beat
+    assert "could not renew job.lock: [Errno 28] No space left on device" in caplog.text
