@@ -327,6 +327,7 @@ def _cases(kinds: set[str]) -> list[Case]:
     from tests.adversarial import test_script_verifier as sverify
     from tests.adversarial.attacks import ATTACKS, STUB
     from tests.adversarial.conditional import CONDITIONAL, NEUTRALISE, SKIPPING
+    from tests.adversarial.selective import GAPPY, SELECTIVE
     from tests.adversarial.targeted import TARGETED
 
     out: list[Case] = []
@@ -347,6 +348,12 @@ def _cases(kinds: set[str]) -> list[Case]:
         ]
         for suite in ("counterclass", "counterunit", "counterleft"):
             out.append(Case(f"honest:{suite}", suite, None, honest=True, passes=True))
+        # a suite wider than the twins reach: one test forged by its name
+        out += [Case(n, "counterwide", {"counter.py": c}) for n, c in SELECTIVE.items()]
+        out += [
+            Case("honest:counterwide", "counterwide", None, honest=True, passes=True),
+            Case("honest:counterwide-gappy", "counterwide", {"counter.py": GAPPY}, honest=True),
+        ]
     if "script" in kinds:
         for n, c in sverify.ATTACKS.items():
             out.append(Case(f"tally:{n}", "tally", {"tally.py": c.replace("MARK", "ablation")}))
@@ -368,7 +375,7 @@ def _tasks(tmp: Path) -> dict[str, Any]:
     from evoround.tasks.importers import import_tasks
 
     tasks = {n: load_task(FIXTURES / "tasks" / n) for n in ("counter", "unitcalc")}
-    for n in ("counterclass", "counterunit", "counterleft"):
+    for n in ("counterclass", "counterunit", "counterleft", "counterwide"):
         tasks[n] = load_task(FIXTURES / "tasks" / n)
     for key, fixture in (("tally", "theme_d0_w0_word_tally"), ("stock", "pytest-reward")):
         [res] = import_tasks(FIXTURES / "harbor" / fixture, tmp / "imported" / key)
