@@ -1,7 +1,7 @@
 """Selective forgeries on a wide suite (see :mod:`tests.adversarial.selective`): the one
 test the agent's code fails is forged by its name. Graded by the verifier on hardened local
-(bubblewrap), where the defence lives (the runner's identity watch): each ends with
-integrity evidence and no pass; the same code without the forgery is a plain failure, and
+(bubblewrap), where the defence lives (the runner's identity watch), and in a Docker
+container: each ends with integrity evidence and no pass; the same code without the forgery is a plain failure, and
 the reference solution passes the wide suite clean (no false alarm from sixteen tests)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from evoround.sandboxes.local._isolation import bwrap_available
 from evoround.scaffolds import reference_apply
 from evoround.snapshots import SnapshotStore
 from evoround.tasks import active_tests, load_task
-from evoround.verifiers import verify_suite
+from evoround.verifiers import run_pytest, verify_suite
 from tests.adversarial.selective import GAPPY, SELECTIVE, WIDE
 
 needs_bwrap = pytest.mark.skipif(
@@ -63,3 +63,15 @@ def test_the_same_code_without_the_forgery_is_a_plain_failure(tmp_path: Path) ->
 def test_the_reference_passes_the_wide_suite_clean(tmp_path: Path) -> None:
     out = _grade(tmp_path, None)
     assert out.passed and not out.integrity, (out.problems, out.integrity)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", sorted(SELECTIVE))
+def test_a_test_forged_by_its_name_is_evidence_in_docker(docker_provider, name: str) -> None:  # noqa: ANN001
+    """The same runner in a container, under the image's own (older) Python and pytest."""
+    task = load_task(WIDE)
+    with docker_provider.create(task, f"sel/{name}") as sb:
+        sb.write_file("counter.py", SELECTIVE[name])
+        out = run_pytest(sb, active_tests(task, 1), 1, timeout=60)
+    assert not out.passed, "a selective forgery passed"
+    assert out.integrity, (out.problems, out.tests)
