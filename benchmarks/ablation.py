@@ -140,6 +140,10 @@ def _off_watch_plugins(mp: pytest.MonkeyPatch) -> None:
     )
 
 
+def _off_watch_code(mp: pytest.MonkeyPatch) -> None:
+    _runner(mp, ("        self._code_swapped(item)\n", ""))
+
+
 def _off_twins(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(P, "plan_twins", lambda *a, **k: TwinPlan())
 
@@ -245,6 +249,12 @@ MECHANISMS = [
         "pytest",
         "RUNNER _Watch.check: plugins from the workspace",
         _off_watch_plugins,
+    ),
+    Mechanism(
+        "watch-code",
+        "pytest",
+        "RUNNER _Guard._code_swapped: a test function's code replaced after collection",
+        _off_watch_code,
     ),
     Mechanism("twins", "pytest", "_twins.plan_twins; _pytest._twin_evidence", _off_twins),
     Mechanism(

@@ -218,6 +218,7 @@ class _Guard:
     def __init__(self, channel, clock, watch, order):
         self.channel, self.clock, self.watch, self.order = channel, clock, watch, order
         self.emit = channel.emit
+        self.codes = {}  # id(item) -> (item, its test function, that function's code)
 
     def late(self, item):
         try:
@@ -328,6 +329,7 @@ class _Guard:
         # the floor), in the run and in the fresh copy: a twin of a slow test, or one that
         # waits for what a real test before it made (an item a real test took from a
         # queue), fails when the allowance is spent; failing never passes it.
+        self._code_swapped(item)
         if not self.late(item) or not hasattr(_signal, "setitimer"):
             yield
             return
@@ -354,6 +356,19 @@ class _Guard:
 
     def pytest_collection_finish(self, session):
         self.emit({"k": "collected", "ids": [i.nodeid for i in session.items]})
+        # each test function's code as collected: code under test that swaps one test's
+        # code later (picked by its name, which no twin shares) is reported when it runs
+        for item in session.items:
+            fn = _function_of(item)
+            if fn is not None:
+                self.codes[id(item)] = (item, fn, fn.__code__)
+
+    def _code_swapped(self, item):
+        rec = self.codes.get(id(item))
+        if rec is not None and rec[0] is item and rec[1].__code__ is not rec[2]:
+            self.emit(
+                {"k": "tamper", "what": "the code of a test was replaced: " + item.nodeid[:120]}
+            )
 
     def pytest_collectreport(self, report):
         if not report.passed:
@@ -375,6 +390,16 @@ class _Guard:
         if type(report).__name__.lower().startswith("subtest"):
             rec["sub"] = True  # pytest >= 9 reports each unittest subTest on its own
         self.emit(rec)
+
+
+def _function_of(item):
+    """The plain function a test item runs (a method's function), or None."""
+    try:
+        fn = getattr(item, "obj", None)
+    except Exception:
+        return None
+    fn = getattr(fn, "__func__", fn)
+    return fn if type(fn).__name__ == "function" else None
 
 
 def _settings():
