@@ -21,7 +21,16 @@ from evoround.reports._uncertainty import job_uncertainty  # noqa: E402
 from evoround.results import load_job  # noqa: E402
 from tests.results.synthetic_job import make_job  # noqa: E402
 
-SIZES = [(1, 4, 1), (1, 4, 2), (2, 4, 2), (3, 7, 1), (26, 6, 1), (26, 6, 4), (100, 10, 1), (100, 10, 4)]
+SIZES = [
+    (1, 4, 1),
+    (1, 4, 2),
+    (2, 4, 2),
+    (3, 7, 1),
+    (26, 6, 1),
+    (26, 6, 4),
+    (100, 10, 1),
+    (100, 10, 4),
+]
 """(tasks, rounds, attempts); the resample count is the default one for the job's size. The
 small ones are the size of most jobs the test suite runs."""
 
