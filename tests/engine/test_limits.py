@@ -49,7 +49,10 @@ def test_two_jobs_in_one_process_keep_their_own_limits():
         with model_limit(ModelLimit(n)):
             peaks[name] = _peak(6)
 
-    jobs = [threading.Thread(target=job, args=("a", 1)), threading.Thread(target=job, args=("b", 3))]
+    jobs = [
+        threading.Thread(target=job, args=("a", 1)),
+        threading.Thread(target=job, args=("b", 3)),
+    ]
     for t in jobs:
         t.start()
     for t in jobs:

@@ -72,7 +72,9 @@ def _csr(cs: list[CheckResult]) -> float | None:
 
 
 def _isr(units: list[list[CheckResult]]) -> tuple[float | None, int]:
-    scored = [[c for c in u if c.result in (CheckOutcome.passed, CheckOutcome.failed)] for u in units]
+    scored = [
+        [c for c in u if c.result in (CheckOutcome.passed, CheckOutcome.failed)] for u in units
+    ]
     scored = [u for u in scored if u]
     if not scored:
         return None, 0
@@ -121,7 +123,8 @@ def naive(records: list[RoundResult], mode: Mode, max_errors: int) -> dict:
         "isr_task": _isr(list(tasks.values()))[0],
         "totals": _row("all", every, isr_round, n),
         "by_category": [
-            _row(k, cs) for k, cs in sorted(_grouped([(c.category.value, c) for c in every]).items())
+            _row(k, cs)
+            for k, cs in sorted(_grouped([(c.category.value, c) for c in every]).items())
         ],
         "by_round": [
             _row(k, cs, *_isr([r.checks for r in recs if str(r.round) == k]))
@@ -133,7 +136,9 @@ def naive(records: list[RoundResult], mode: Mode, max_errors: int) -> dict:
         ],
         "by_check": [
             _row(k, cs)
-            for k, cs in sorted(_grouped([(f"{r.task}:{c.id}", c) for r in recs for c in r.checks]).items())
+            for k, cs in sorted(
+                _grouped([(f"{r.task}:{c.id}", c) for r in recs for c in r.checks]).items()
+            )
         ],  # fmt: skip
         "conflicts": [_row(k, cs) for k, cs in sorted(conflicts.items())],
         "errors": errors,
