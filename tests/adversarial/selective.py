@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.adversarial.attacks import REGISTER_FORGE
+
 WIDE = Path(__file__).parents[1] / "fixtures" / "tasks" / "counterwide"
 
 GAPPY = """def count_words(text):
@@ -87,12 +89,6 @@ class _Forge:
         if getattr(item, "name", "") == _TARGET:
             rep.outcome = "passed"
             rep.longrepr = None
-
-for _o in gc.get_objects():
-    try:
-        if type(_o).__name__ == "Config" and hasattr(_o, "pluginmanager"):
-            _o.pluginmanager.register(_Forge(), "forge-%d" % id(_o))
-    except Exception:
-        pass
-""",
+"""
+    + REGISTER_FORGE,
 }

@@ -63,6 +63,10 @@ def test_a_second_run_of_a_job_in_progress_is_refused_in_one_line(tmp_path: Path
     assert len(keys) == 8 and set(keys.values()) == {1}  # MT r1-4 and SR r1-4, once each
 
 
+_OTHER = OwnerRecord(host="elsewhere", machine_id="m" * 32, boot_id="b" * 32, pid=4242)
+"""A holder on another host (pid 4242 there)."""
+
+
 def _dead_pid() -> int:
     child = subprocess.Popen(["true"])  # noqa: S607
     child.wait()
@@ -101,9 +105,8 @@ def test_a_lock_from_before_a_reboot_is_taken_over(tmp_path: Path) -> None:
 
 
 def test_a_lock_from_another_host_is_honoured(tmp_path: Path) -> None:
-    other = OwnerRecord(host="elsewhere", machine_id="m" * 32, boot_id="b" * 32, pid=4242)
     since = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    text = JobLockRecord(owner=other, since=since).model_dump_json()
+    text = JobLockRecord(owner=_OTHER, since=since).model_dump_json()
     (tmp_path / LOCK_FILE).write_text(text)
     with pytest.raises(JobLocked) as e, job_lock(tmp_path):
         pytest.fail("took a lock another host holds")
@@ -136,8 +139,6 @@ def test_a_live_holder_on_this_host_is_refused_and_the_lock_freed_on_error(
 
 
 # -- a holder on another host: its heartbeat decides ------------------------------------
-
-_OTHER = OwnerRecord(host="elsewhere", machine_id="m" * 32, boot_id="b" * 32, pid=4242)
 
 
 def _foreign(beat_age_s: float) -> JobLockRecord:
