@@ -4,6 +4,7 @@ the tests a module certainly defines, the plugins the suite itself names."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 
 from evoround.pyast import parse as parse_ast
@@ -17,10 +18,17 @@ def expected_names(source: str) -> set[str]:
     from the run (passed, failed, skipped or under a collection error). Tests that appear
     from nowhere else (inherited, generated) are not required, so there are no false alarms.
     """
+    return set(_defined_names(source))
+
+
+@functools.lru_cache(maxsize=128)
+def _defined_names(source: str) -> frozenset[str]:
+    """:func:`expected_names`, memoised by text (a job verifies the same files once per
+    round, attempt and mode)."""
     try:
         tree = parse_ast(source)
-    except SyntaxError:
-        return set()
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
     names: set[str] = set()
     funcs = (ast.FunctionDef, ast.AsyncFunctionDef)
     for node in tree.body:
@@ -31,7 +39,7 @@ def expected_names(source: str) -> set[str]:
             if any(n.name == "__init__" for n in body):
                 continue
             names.update(n.name for n in body if n.name.startswith("test"))
-    return names
+    return frozenset(names)
 
 
 def named_plugins(sources: Iterable[str], args: Iterable[str]) -> set[str]:
@@ -41,14 +49,20 @@ def named_plugins(sources: Iterable[str], args: Iterable[str]) -> set[str]:
     the code under test registering itself; the twins and controls still stand."""
     out: set[str] = set()
     for source in sources:
-        try:
-            tree = parse_ast(source)
-        except (SyntaxError, ValueError):
-            continue
-        out.update(_pytest_plugins(tree))
+        out.update(_plugins_of(source))
     out.update(_p_options(args))
     out.discard("")
     return {n for n in out if not n.startswith("no:")}
+
+
+@functools.lru_cache(maxsize=128)
+def _plugins_of(source: str) -> tuple[str, ...]:
+    """:func:`_pytest_plugins` of one file's text (none if it does not parse), memoised."""
+    try:
+        tree = parse_ast(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple(_pytest_plugins(tree))
 
 
 def _pytest_plugins(tree: ast.Module) -> list[str]:

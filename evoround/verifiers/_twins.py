@@ -255,7 +255,7 @@ def _module_literals(tree: ast.Module) -> set[str]:
     }
 
 
-def _fixed_instances(fn: ast.FunctionDef, literals: set[str]) -> bool:
+def _fixed_instances(fn: ast.FunctionDef, literals: frozenset[str]) -> bool:
     """Whether every ``parametrize`` of ``fn`` lists its values (and ids) as literals, names
     bound to literals, or ``pytest.param`` of those: evaluated again for the twin, they give
     the same instances. A call (``counter.samples()``) may give others the second time."""
@@ -379,7 +379,7 @@ def plan_twins(
     suite = _analyse(tuple(files.items()), tuple(conftests))
     picks = _pick({p: list(c) for p, c in suite.by_file.items()}, limit, rng)
     namer = Namer(rng, set(suite.taken), suite.text)
-    trees, words, avoid = suite.trees, suite.words, suite.avoid
+    words, avoid = suite.words, suite.avoid
     for path, fn, host in picks:
         w = words[path]
         name = namer.twin(fn.name, w.methods[host.node.name] if host else w.tests, w)
@@ -390,7 +390,7 @@ def plan_twins(
         twin, uses_helper = _twin_def(fn, name, helper, rng, host, avoid, far)
         helper_src = _helper_source(namer, w, helper, rng, far) if uses_helper else ""
         plan.sources[path] = f"{text}{helper_src}\n\n{twin}\n"
-        fixed = _fixed_instances(fn, _module_literals(trees[path]))
+        fixed = _fixed_instances(fn, suite.literals(path))
         plan.twins.append(Twin(path, fn.name, name, host.node.name if host else "", fixed))
     return plan
 
@@ -399,7 +399,8 @@ def plan_twins(
 class _Suite:
     """What :func:`plan_twins` reads from a suite's texts alone, before any random choice.
     Shared between runs of the same suite: nothing here may be changed (a twin is made
-    from a copy of its original, the namer from a copy of ``taken``)."""
+    from a copy of its original, the namer from a copy of ``taken``) but the memo of
+    :meth:`literals`, which only ever holds the one answer for a path."""
 
     trees: dict[str, ast.Module]
     taken: frozenset[str]
@@ -407,6 +408,15 @@ class _Suite:
     words: dict[str, FileWords]
     avoid: frozenset[object]
     text: str
+    _literals: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def literals(self, path: str) -> frozenset[str]:
+        """:func:`_module_literals` of ``path``'s tree, computed on first use (a walk of
+        the whole tree: half of the twin plan's time when repeated every run)."""
+        got = self._literals.get(path)
+        if got is None:
+            got = self._literals[path] = frozenset(_module_literals(self.trees[path]))
+        return got
 
 
 @functools.lru_cache(maxsize=32)
@@ -499,17 +509,24 @@ def shared_imports(files: dict[str, str], local: set[str]) -> list[str]:
     """
     out: list[str] = []
     for source in files.values():
-        try:
-            tree = parse_ast(source)
-        except (SyntaxError, ValueError):
-            continue
-        for node, mods in _leading_imports(tree):
+        for stmt, mods in _opening_imports(source):
             if any(m.split(".")[0] in local | {"__future__", "pytest"} for m in mods):
                 continue
-            stmt = ast.unparse(node)
             if "*" not in stmt and stmt not in out:
                 out.append(stmt)
     return out
+
+
+@functools.lru_cache(maxsize=128)
+def _opening_imports(source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(statement's text, modules it imports) of one file's leading imports; none for a file
+    that does not parse. Memoised by text: a job verifies the same files once per round,
+    attempt and mode."""
+    try:
+        tree = parse_ast(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple((ast.unparse(node), tuple(mods)) for node, mods in _leading_imports(tree))
 
 
 def _leading_imports(tree: ast.Module) -> Iterable[tuple[ast.stmt, list[str]]]:

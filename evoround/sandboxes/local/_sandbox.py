@@ -18,6 +18,7 @@ Either way the environment is clean (an allow-list plus what the caller passes: 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import logging
@@ -56,6 +57,7 @@ from evoround.sandboxes.local._client import (
     pump,
 )
 from evoround.sandboxes.local._confine import copy_tree, read_path, write_new, write_path
+from evoround.sandboxes.local._interpreter import site_path
 from evoround.sandboxes.local._isolation import (
     bwrap_argv,
     default_signals,
@@ -490,11 +492,17 @@ class LocalSandbox(Sandbox):
         )
 
     def verifier_python(self) -> VerifierPython:
-        """The engine's Python, ``-I``, with the harness's bytecode cache (see
+        """The engine's Python, ``-I -S`` with the entries ``site`` would add put back after
+        its own (see ``_interpreter``), and the harness's bytecode cache (see
         ``common._bytecode``) bound read-only into the view: bubblewrap, or a sandbox that is
         not hardened. Under unshare the cache's folder is covered, so the runner compiles
         from source as before."""
-        plain = super().verifier_python()
+        site = site_path(self.python)
+        plain = (
+            VerifierPython((self.python, "-I", "-S"), path_last=site)
+            if site is not None
+            else super().verifier_python()
+        )
         if self.hidden is not None and self.isolation != "bwrap":
             return plain
         from evoround.settings import evoround_home
@@ -503,7 +511,7 @@ class LocalSandbox(Sandbox):
         if cache is None:
             return plain
         self.shown = (cache,)
-        return VerifierPython(plain.argv, pycache=str(cache))
+        return dataclasses.replace(plain, pycache=str(cache))
 
     def expose_endpoint(self, url: str) -> str:
         """A host endpoint is reachable only through the host's network: keep it."""

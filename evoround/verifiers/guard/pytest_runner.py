@@ -412,6 +412,14 @@ def _settings():
     # sandbox's own after them
     _sys.path[:0] = [p for p in cfg.pop("path_first") if p not in _sys.path]
     _sys.path.extend(p for p in cfg.pop("path_last") if p not in _sys.path)
+    if _sys.flags.no_site:
+        # started without site (-S, its start-up code skipped): the builtins it defines,
+        # for code under test that calls exit() or help() as it would anywhere else
+        import site
+
+        site.setquit()
+        site.setcopyright()
+        site.sethelper()
     return cfg
 
 
