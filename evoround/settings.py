@@ -15,7 +15,8 @@ or a bad value in a file is one line naming the file and the key.
 Why one module: the engine, the proxy, the CLI and the tests all need the machine-wide
 cache; reading the environment in each of them made ``engine.job`` an import hub and
 closed an import circle (proxy -> job -> controller -> proxy). Settings are read afresh
-on every call, so a test or a child process that changes the environment is honoured.
+whenever the environment or a config file changed, so a test or a child process that
+changes them is honoured.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class Settings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(
-        env_prefix="EVOROUND_", extra="ignore", use_attribute_docstrings=True
+        env_prefix="EVOROUND_", extra="ignore", use_attribute_docstrings=True, frozen=True
     )
 
     home: Path = Field(default_factory=lambda: Path.home() / ".cache" / "evoround")
@@ -187,9 +188,42 @@ def file_values() -> tuple[dict[str, Any], dict[str, Path]]:
 SECRET_FIELDS = frozenset({"judge_api_key"})
 
 
+_LAST: tuple[object, Settings] | None = None
+"""The last settings read and what they were read from (see :func:`settings`)."""
+
+
 def settings() -> Settings:
-    """The settings now (read afresh); a malformed variable or config-file entry is a
-    :class:`SettingsError` naming the variable, or the file and the key."""
+    """The settings now; a malformed variable or config-file entry is a
+    :class:`SettingsError` naming the variable, or the file and the key.
+
+    Read afresh whenever what they are read from changed: the ``EVOROUND_*`` variables,
+    ``HOME``, ``XDG_CONFIG_HOME``, the working folder and the config files' bytes (the key,
+    a few microseconds). Otherwise the last answer is given again: building them costs about
+    10 ms, and a sandbox command read them up to four times (a tenth of a verification)."""
+    global _LAST
+    key = _source_key()
+    last = _LAST
+    if last is not None and last[0] == key:
+        return last[1]
+    got = _read_settings()
+    _LAST = (key, got)
+    return got
+
+
+def _source_key() -> object:
+    """Everything :func:`_read_settings` reads, as one comparable value."""
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("EVOROUND_"))
+    files = []
+    for path in config_files():
+        try:
+            files.append((str(path), path.read_bytes()))
+        except OSError as e:
+            files.append((str(path), e.errno))
+    return env, os.environ.get("HOME"), os.environ.get("XDG_CONFIG_HOME"), files
+
+
+def _read_settings() -> Settings:
+    """The settings, read afresh."""
     _, origin = file_values()
     try:
         return Settings()

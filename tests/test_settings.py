@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from evoround.settings import SettingsError, evoround_home, settings
 
@@ -18,6 +19,35 @@ def test_read_afresh_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert evoround_home() == tmp_path / "b"
     monkeypatch.setenv("EVOROUND_INFRA_RETRIES", "7")
     assert settings().infra_retries == 7
+
+
+def test_read_again_only_when_a_source_changed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The last settings are given again while nothing they are read from changed; a
+    variable, the working folder or a config file's bytes (same size, same instant) that
+    changed are read afresh, and a bad value is refused every time."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("EVOROUND_HOME", str(tmp_path / "a"))
+    first = settings()
+    assert settings() is first
+    with pytest.raises(ValidationError):
+        first.infra_retries = 9  # shared, so frozen
+    (tmp_path / "evoround.toml").write_text("infra_retries = 4\n")
+    assert settings().infra_retries == 4
+    (tmp_path / "evoround.toml").write_text("infra_retries = 5\n")
+    assert settings().infra_retries == 5
+    monkeypatch.setenv("EVOROUND_INFRA_RETRIES", "6")
+    assert settings().infra_retries == 6
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    monkeypatch.delenv("EVOROUND_INFRA_RETRIES")
+    assert settings().infra_retries == 3
+    monkeypatch.setenv("EVOROUND_INFRA_RETRIES", "many")
+    for _ in range(2):
+        with pytest.raises(SettingsError):
+            settings()
 
 
 def test_defaults_without_variables(monkeypatch: pytest.MonkeyPatch) -> None:
