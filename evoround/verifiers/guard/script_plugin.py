@@ -117,6 +117,16 @@ def _in_workspace(func):
     return name if real.startswith(root) else ""
 
 
+def _function_of(item):
+    """The plain function a test item runs (a method's function), or None."""
+    try:
+        fn = getattr(item, "obj", None)
+    except Exception:
+        return None
+    fn = getattr(fn, "__func__", fn)
+    return fn if type(fn).__name__ == "function" else None
+
+
 def _rc(session):
     try:
         return int(getattr(session, "exitstatus", None))  # type: ignore[arg-type]  # None raises here: no status
@@ -155,6 +165,7 @@ class _Session:
         self.config, self.sid, self.mark = config, sid, mark
         self.internals, self.impls = _internals(), _impls(config)
         self.raised, self.tampered, self.sent, self.session = {}, set(), set(), None
+        self.codes = {}  # id(item) -> (item, its test function, that function's code)
         self.top = False  # set by _start before the session is registered
 
     def check(self):
@@ -181,8 +192,22 @@ class _Session:
     def pytest_sessionstart(self, session):
         self.session = session
 
+    def pytest_collection_finish(self, session):
+        # each test function's code as collected: code under test that swaps a test's code
+        # later (a real test picked by its name, which no twin shares) is seen when it runs
+        try:
+            for item in session.items:
+                fn = _function_of(item)
+                if fn is not None:
+                    self.codes[id(item)] = (item, fn, fn.__code__)
+        except Exception:
+            pass
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
+        rec = self.codes.get(id(item))
+        if rec is not None and rec[0] is item and rec[1].__code__ is not rec[2]:
+            self.tampered.add("the code of a test was replaced: " + str(item.nodeid)[:120])
         outcome = yield
         try:
             self.raised[item.nodeid] = outcome.excinfo is not None
