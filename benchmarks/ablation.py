@@ -216,6 +216,13 @@ def _off_guard_reports(mp: pytest.MonkeyPatch) -> None:
     mp.setitem(SG._RUN_RECORDS, "r", lambda run, pid, rec, ev: report(run, pid, rec, []))
 
 
+def _off_guard_code(mp: pytest.MonkeyPatch) -> None:
+    """The script guard's code watch: a test's code replaced after collection."""
+    check = "        if rec is not None and rec[0] is item and rec[1].__code__ is not rec[2]:\n"
+    assert SG.PLUGIN.count(check) == 1, "script plugin text not found once"
+    mp.setattr(SG, "PLUGIN", SG.PLUGIN.replace(check, "        if False:\n"))
+
+
 def _off_guard_ending(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(SG, "_unfinished", lambda run, exited: [])
 
@@ -302,6 +309,12 @@ MECHANISMS = [
         _off_guard_reports,
     ),
     Mechanism(
+        "guard-code",
+        "script",
+        "script_plugin _Session.pytest_runtest_call: a test function's code replaced",
+        _off_guard_code,
+    ),
+    Mechanism(
         "guard-ending",
         "script",
         "_script_guard._unfinished (early exit, atexit, exit 0 with failures)",
@@ -369,6 +382,7 @@ def _cases(kinds: set[str]) -> list[Case]:
             out.append(Case(f"tally:{n}", "tally", {"tally.py": c.replace("MARK", "ablation")}))
         for n, c in guard.ATTACKS.items():
             out.append(Case(f"guard:{n}", "stock", {"stock.py": c}))
+        out.append(Case("guard:code-swap", "stock", {"stock.py": guard.CODE_SWAP}, 2))
         for n, c in stwins.ATTACKS.items():
             out.append(Case(f"stwins:{n}", "stock", {"stock.py": c}))
         out += [
