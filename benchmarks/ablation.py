@@ -125,7 +125,7 @@ def _off_end_record(mp: pytest.MonkeyPatch) -> None:
 def _off_watch_internals(mp: pytest.MonkeyPatch) -> None:
     _runner(
         mp,
-        ("        for owner, name, was in self.seen:\n", "        for owner, name, was in ():\n"),
+        ("        out = self._changed()\n", "        out = []\n"),
         ("            if self.exec_ is not None and getattr(", "            if False and getattr("),
     )
 
