@@ -344,9 +344,12 @@ def _found_dirs(argv: list[str], search_path: str) -> list[Path]:
 def _too_broad(r: Path, home: Path, hidden: tuple[Path, ...]) -> bool:
     """Whether showing the (resolved) folder ``r`` would show too much: a top-level
     folder, the home folder or one above it, or a folder holding a hidden path."""
-    if len(r.parts) < 3 or r == home or r in home.parents:
+    if len(r.parts) < 3:
         return True
-    return any(h == r or r in h.parents for h in hidden)
+    # "r is p or holds p" as text (both absolute and normal: lexical, like Path.parents,
+    # and a tenth of its cost: this runs for every PATH entry of every command)
+    at, under = str(r), str(r) + "/"
+    return any(p == at or p.startswith(under) for p in map(str, (home, *hidden)))
 
 
 KEPT_CAPS = ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
