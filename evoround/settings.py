@@ -213,7 +213,7 @@ def settings() -> Settings:
 def _source_key() -> object:
     """Everything :func:`_read_settings` reads, as one comparable value."""
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("EVOROUND_"))
-    files = []
+    files: list[tuple[str, bytes | int | None]] = []
     for path in config_files():
         try:
             files.append((str(path), path.read_bytes()))
